@@ -1,0 +1,67 @@
+/* common/free_list.h — intrusive singly linked lists of free objects.
+ *
+ * A free object's first word holds the pointer to the next free object, so a
+ * list costs no memory beyond its head: the smallest class (8 bytes) is
+ * exactly big enough for that pointer. The length is kept beside the head
+ * because the layers above decide by it (batch transfer, limits, stats). */
+#ifndef HC_FREE_LIST_H_
+#define HC_FREE_LIST_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+
+typedef struct hc_free_list {
+    void *head;
+    uint32_t length;
+    uint32_t max_length; /* used from stage 2: the list's current limit */
+} hc_free_list;
+
+HC_INLINE void *fl_next(void *obj) { return *(void **)obj; }
+HC_INLINE void fl_set_next(void *obj, void *next) { *(void **)obj = next; }
+
+HC_INLINE int fl_empty(const hc_free_list *list) { return list->head == NULL; }
+
+HC_INLINE void fl_push(hc_free_list *list, void *obj) {
+    fl_set_next(obj, list->head);
+    list->head = obj;
+    list->length++;
+}
+
+/* Returns NULL when the list is empty. */
+HC_INLINE void *fl_pop(hc_free_list *list) {
+    void *obj = list->head;
+    if (HC_LIKELY(obj != NULL)) {
+        list->head = fl_next(obj);
+        list->length--;
+    }
+    return obj;
+}
+
+/* Pushes the chain first..last (already linked, `n` objects) in one step. */
+HC_INLINE void fl_push_range(hc_free_list *list, void *first, void *last, uint32_t n) {
+    fl_set_next(last, list->head);
+    list->head = first;
+    list->length += n;
+}
+
+/* Detaches up to `n` objects as a NULL-terminated chain; returns how many,
+ * with *first / *last set to its ends (both NULL when the list was empty). */
+HC_INLINE uint32_t fl_pop_range(hc_free_list *list, uint32_t n, void **first, void **last) {
+    void *head = list->head, *tail = NULL, *obj = head;
+    uint32_t taken = 0;
+    while (taken < n && obj != NULL) {
+        tail = obj;
+        obj = fl_next(obj);
+        taken++;
+    }
+    if (tail != NULL) fl_set_next(tail, NULL);
+    list->head = obj;
+    list->length -= taken;
+    *first = taken ? head : NULL;
+    *last = tail;
+    return taken;
+}
+
+#endif /* HC_FREE_LIST_H_ */

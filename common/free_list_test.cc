@@ -1,0 +1,45 @@
+// common/free_list_test.cc — intrusive lists: push, pop and ranges.
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "common/free_list.h"
+}
+
+namespace {
+
+TEST(FreeList, PushPopIsLastInFirstOut) {
+    void *objs[4][2];
+    hc_free_list list = {};
+    for (auto &o : objs) fl_push(&list, o);
+    EXPECT_EQ(list.length, 4u);
+    for (int i = 3; i >= 0; i--) EXPECT_EQ(fl_pop(&list), objs[i]);
+    EXPECT_EQ(fl_pop(&list), nullptr);
+    EXPECT_EQ(list.length, 0u);
+    EXPECT_TRUE(fl_empty(&list));
+}
+
+TEST(FreeList, RangesMoveWithTheirLength) {
+    void *objs[10][2];
+    hc_free_list list = {};
+    for (auto &o : objs) fl_push(&list, o);
+    void *first, *last;
+    EXPECT_EQ(fl_pop_range(&list, 4, &first, &last), 4u);
+    EXPECT_EQ(list.length, 6u);
+    EXPECT_EQ(first, objs[9]);
+    EXPECT_EQ(last, objs[6]);
+    EXPECT_EQ(fl_next(last), nullptr);
+
+    hc_free_list other = {};
+    fl_push_range(&other, first, last, 4);
+    EXPECT_EQ(other.length, 4u);
+    EXPECT_EQ(fl_pop(&other), objs[9]);
+
+    // Asking for more than there is takes what there is.
+    EXPECT_EQ(fl_pop_range(&list, 100, &first, &last), 6u);
+    EXPECT_TRUE(fl_empty(&list));
+    EXPECT_EQ(fl_pop_range(&list, 3, &first, &last), 0u);
+    EXPECT_EQ(first, nullptr);
+    EXPECT_EQ(last, nullptr);
+}
+
+}  // namespace

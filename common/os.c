@@ -1,0 +1,98 @@
+/* common/os.c — mmap, munmap and madvise, with failure reported and counted. */
+#define _GNU_SOURCE
+#include "common/os.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static atomic_size_t os_mapped;
+static atomic_uint os_fail_count;
+static atomic_uint os_fail_one_in;
+static atomic_uint os_fail_seed;
+static atomic_ulong os_injected;
+
+size_t os_page_size(void) {
+    static size_t page; /* a benign race: every thread computes the same value */
+    size_t p = __atomic_load_n(&page, __ATOMIC_RELAXED);
+    if (p == 0) {
+        p = (size_t)sysconf(_SC_PAGESIZE);
+        __atomic_store_n(&page, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
+/* Decides whether a fault-injection hook refuses this mapping. */
+static int os_injected_failure(void) {
+    unsigned n = atomic_load_explicit(&os_fail_count, memory_order_relaxed);
+    while (n > 0) {
+        if (atomic_compare_exchange_weak(&os_fail_count, &n, n - 1)) {
+            atomic_fetch_add(&os_injected, 1);
+            return 1;
+        }
+    }
+    unsigned one_in = atomic_load_explicit(&os_fail_one_in, memory_order_relaxed);
+    if (one_in != 0) {
+        /* A shared LCG: the exact sequence across threads does not matter. */
+        unsigned x = atomic_fetch_add(&os_fail_seed, 0x9E3779B9u) * 2654435761u;
+        if ((x >> 16) % one_in == 0) {
+            atomic_fetch_add(&os_injected, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void *os_map(size_t bytes) {
+    if (os_injected_failure()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM; /* mmap may say EINVAL for absurd sizes; malloc says ENOMEM */
+        return NULL;
+    }
+    atomic_fetch_add(&os_mapped, bytes);
+    return p;
+}
+
+void *os_map_aligned(size_t bytes, size_t alignment) {
+    if (alignment <= os_page_size())
+        return os_map(bytes);
+    if (bytes + alignment < bytes) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *raw = os_map(bytes + alignment);
+    if (raw == NULL)
+        return NULL;
+    char *start = (char *)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1));
+    size_t head = (size_t)(start - raw);
+    size_t tail = alignment - head;
+    if (head) os_unmap(raw, head);
+    if (tail) os_unmap(start + bytes, tail);
+    return start;
+}
+
+void os_unmap(void *addr, size_t bytes) {
+    if (munmap(addr, bytes) == 0)
+        atomic_fetch_sub(&os_mapped, bytes);
+}
+
+int os_release(void *addr, size_t bytes) {
+    return madvise(addr, bytes, MADV_DONTNEED);
+}
+
+size_t os_mapped_bytes(void) { return atomic_load(&os_mapped); }
+
+void os_fail_next_maps(unsigned n) { atomic_store(&os_fail_count, n); }
+
+void os_fail_maps_randomly(unsigned one_in, unsigned seed) {
+    atomic_store(&os_fail_seed, seed);
+    atomic_store(&os_fail_one_in, one_in);
+}
+
+unsigned long os_injected_failures(void) { return atomic_load(&os_injected); }

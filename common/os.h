@@ -1,0 +1,43 @@
+/* common/os.h — the only place hcmalloc talks to the kernel about memory.
+ *
+ * Every mapping goes through here so that (1) failure is reported, never
+ * aborted on: the caller gets NULL and errno = ENOMEM; (2) the bytes mapped
+ * are counted for hc_get_stats; (3) tests can make mappings fail on purpose. */
+#ifndef HC_OS_H_
+#define HC_OS_H_
+
+#include <stddef.h>
+
+/* Maps `bytes` (a multiple of the OS page) of zeroed, read-write memory.
+ * NULL with errno = ENOMEM on failure. */
+void *os_map(size_t bytes);
+
+/* Like os_map, with the start aligned to `alignment` (a power of two, at
+ * least the OS page): maps extra and trims both ends. */
+void *os_map_aligned(size_t bytes, size_t alignment);
+
+/* Unmaps what os_map returned (or any page-aligned part of it). */
+void os_unmap(void *addr, size_t bytes);
+
+/* Gives the physical pages back (MADV_DONTNEED) but keeps the address range:
+ * the next touch faults in a zeroed page. Returns 0, or -1 if the kernel
+ * refused (the memory is then simply still resident). */
+int os_release(void *addr, size_t bytes);
+
+/* Bytes mapped through this file and not yet unmapped. */
+size_t os_mapped_bytes(void);
+
+/* OS page size (4 KiB on x86-64), read once. */
+size_t os_page_size(void);
+
+/* ---- Test hooks: fault injection ------------------------------------------
+ * os_fail_next_maps(n): the next n calls to os_map / os_map_aligned fail
+ * with ENOMEM. os_fail_maps_randomly(one_in, seed): from now on each call
+ * fails with probability 1/one_in (0 turns it off). Both are cheap atomics on
+ * the mapping path only, never on the allocation fast path. */
+void os_fail_next_maps(unsigned n);
+void os_fail_maps_randomly(unsigned one_in, unsigned seed);
+/* Mappings refused by the hooks so far. */
+unsigned long os_injected_failures(void);
+
+#endif /* HC_OS_H_ */

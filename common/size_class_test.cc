@@ -1,0 +1,51 @@
+// common/size_class_test.cc — the size-class table keeps its promises.
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "common/size_class.h"
+}
+
+namespace {
+
+TEST(SizeClass, EveryRequestGetsTheSmallestClassThatFits) {
+    for (size_t size = 1; size <= HC_MAX_SMALL_SIZE; size++) {
+        unsigned cls = sc_index(size);
+        ASSERT_GE(cls, 1u) << size;
+        ASSERT_LT(cls, (unsigned)HC_NUM_CLASSES) << size;
+        ASSERT_GE(sc_size(cls), size) << "class too small for " << size;
+        if (cls > 1)
+            ASSERT_LT(sc_size(cls - 1), size) << "a smaller class fits " << size;
+    }
+}
+
+TEST(SizeClass, WasteIsAtMostOneEighthFrom256Up) {
+    for (size_t size = 256; size <= HC_MAX_SMALL_SIZE; size++) {
+        size_t waste = sc_size(sc_index(size)) - size;
+        ASSERT_LE(waste * 8, size) << "request " << size << " wastes " << waste;
+    }
+}
+
+TEST(SizeClass, ClassesAreIncreasingAndAligned) {
+    EXPECT_EQ(sc_size(1), 8u);
+    EXPECT_EQ(sc_size(HC_NUM_CLASSES - 1), HC_MAX_SMALL_SIZE);
+    for (unsigned cls = 2; cls < HC_NUM_CLASSES; cls++) {
+        EXPECT_GT(sc_size(cls), sc_size(cls - 1));
+        EXPECT_EQ(sc_size(cls) % 16, 0u) << "class " << cls;
+        EXPECT_EQ(sc_index(sc_size(cls)), cls) << "a class size maps to itself";
+    }
+}
+
+TEST(SizeClass, BatchesAndSpansAreSane) {
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        unsigned batch = sc_batch(cls);
+        EXPECT_GE(batch, (unsigned)HC_MIN_BATCH);
+        EXPECT_LE(batch, (unsigned)HC_MAX_BATCH);
+        size_t span_bytes = sc_span_pages(cls) * HC_PAGE_SIZE;
+        EXPECT_GE(span_bytes, sc_size(cls));
+        EXPECT_LE((span_bytes % sc_size(cls)) * 8, span_bytes) << "span tail too big, class " << cls;
+    }
+    EXPECT_EQ(sc_batch(sc_index(8)), 32u);
+    EXPECT_EQ(sc_batch(sc_index(HC_MAX_SMALL_SIZE)), 2u);
+}
+
+}  // namespace

@@ -1,0 +1,111 @@
+/* stage1_threadcache/thread_cache.c — layer 1's slow path.
+ *
+ * Stage 1 has no shared tier: a thread refills an empty list by carving a
+ * batch of objects out of a chunk of memory it mapped for itself, and a freed
+ * object stays on the list of the thread that freed it. That is the whole
+ * allocator, and its two limits are what stage 2 exists to fix:
+ *   - memory never moves between threads (a thread that only frees what
+ *     another allocated hoards it), and never goes back to the OS;
+ *   - lists have no limit (max_length is "infinite").
+ * May touch: this thread's tc_cache, common/ (os, pool, size classes). */
+#include "stage1_threadcache/thread_cache.h"
+
+#include <errno.h>
+
+#include "common/lock.h"
+#include "common/os.h"
+#include "common/pool.h"
+
+/* Each thread maps its memory in chunks of this size; a refill that does not
+ * fit in what is left of the chunk maps a new one (the tail is wasted: less
+ * than one object of the class being refilled). */
+#define TC_CHUNK_BYTES ((size_t)1 << 20)
+
+HC_THREAD_LOCAL tc_cache *tc_current;
+
+static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
+
+/* Every cache ever created, so hc_get_stats can add them up. Stage 1 never
+ * frees a cache (that is stage 4's thread-exit reclamation). */
+static hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
+static tc_cache *tc_registry;
+
+tc_cache *tc_get_or_create(void) {
+    tc_cache *tc = tc_current;
+    if (HC_LIKELY(tc != NULL))
+        return tc;
+    tc = pool_alloc(&tc_cache_pool); /* zeroed: every list empty */
+    if (tc == NULL)
+        return NULL;
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
+        tc->lists[cls].max_length = UINT32_MAX; /* stage 1: no limit */
+    hc_lock_acquire(&tc_registry_lock);
+    tc->next_cache = tc_registry;
+    tc_registry = tc;
+    hc_lock_release(&tc_registry_lock);
+    tc_current = tc;
+    return tc;
+}
+
+/* Carves up to sc_batch(cls) objects from the thread's chunk, mapping a fresh
+ * chunk when not even one fits. Objects are linked in address order so that
+ * consecutive mallocs return neighbouring memory. */
+void *tc_refill(tc_cache *tc, unsigned cls) {
+    size_t size = sc_size(cls);
+    if ((size_t)(tc->chunk_end - tc->chunk_cursor) < size) {
+        size_t chunk = TC_CHUNK_BYTES > size ? TC_CHUNK_BYTES : size;
+        char *fresh = os_map(chunk);
+        if (fresh == NULL)
+            return NULL; /* errno = ENOMEM from os_map */
+        tc->chunk_cursor = fresh;
+        tc->chunk_end = fresh + chunk;
+    }
+    size_t fits = (size_t)(tc->chunk_end - tc->chunk_cursor) / size;
+    uint32_t n = sc_batch(cls);
+    if (fits < n)
+        n = (uint32_t)fits;
+
+    char *first = tc->chunk_cursor;
+    tc->chunk_cursor += n * size;
+    tc->carved_bytes += n * size;
+    /* Hand out the first object; link the other n-1 onto the list. */
+    if (n > 1) {
+        char *obj = first + size;
+        for (uint32_t i = 1; i + 1 < n; i++, obj += size)
+            fl_set_next(obj, obj + size);
+        fl_push_range(&tc->lists[cls], first + size, obj, n - 1);
+    }
+    return first;
+}
+
+void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
+    /* Unreachable while max_length is UINT32_MAX; kept so the list can never
+     * drop an object if someone gives stage 1 a limit. */
+    fl_push(&tc->lists[cls], obj);
+}
+
+void tc_free_without_cache(void *obj, unsigned cls) {
+    /* Stage 1 has nowhere else to put it: the object is leaked. This happens
+     * only when the OS refused the 64 KiB that holds a new thread's cache. */
+    (void)obj;
+    (void)cls;
+}
+
+void tc_flush_current(void) {
+    /* No shared tier to give objects to: they stay with this thread. */
+}
+
+void tc_collect_stats(hc_stats *out) {
+    size_t carved = 0, cached = 0;
+    hc_lock_acquire(&tc_registry_lock);
+    for (tc_cache *tc = tc_registry; tc != NULL; tc = tc->next_cache) {
+        /* Other threads' counters are read without their owners' help: a
+         * snapshot that may be a batch out of date, never a torn value. */
+        carved += __atomic_load_n(&tc->carved_bytes, __ATOMIC_RELAXED);
+        for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
+            cached += (size_t)__atomic_load_n(&tc->lists[cls].length, __ATOMIC_RELAXED) * sc_size(cls);
+    }
+    hc_lock_release(&tc_registry_lock);
+    out->thread_cache_bytes += cached;
+    out->bytes_in_use += carved - cached;
+}

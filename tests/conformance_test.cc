@@ -1,0 +1,291 @@
+// tests/conformance_test.cc — the API contract of DESIGN.md, run on every stage.
+//
+// A test for a function the stage does not have yet skips, with the reason
+// taken from hc_features(); it never passes silently.
+#include <errno.h>
+#include <gtest/gtest.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/test_util.h"
+
+extern "C" {
+#include "common/hcmalloc.h"
+#include "common/os.h"
+#include "common/size_class.h"
+}
+
+namespace {
+
+using hc_test::HasFeature;
+using hc_test::MissingFeature;
+
+size_t RequiredAlignment(size_t size) { return size >= 16 ? 16 : 8; }
+
+void ExpectAligned(const void *p, size_t size) {
+    ASSERT_NE(p, nullptr) << "size " << size;
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % RequiredAlignment(size), 0u) << "size " << size;
+}
+
+TEST(Conformance, StageNameAndFeatures) {
+    const char *expected = getenv("HC_EXPECTED_STAGE");
+    ASSERT_NE(expected, nullptr) << "the test macro sets HC_EXPECTED_STAGE";
+    EXPECT_STREQ(hc_stage_name(), expected);
+    const unsigned all = HC_FEATURE_CENTRAL_CACHE | HC_FEATURE_UNSIZED_FREE |
+                         HC_FEATURE_PAGE_CACHE | HC_FEATURE_THREAD_EXIT_RECLAIM |
+                         HC_FEATURE_RELEASE_TO_OS;
+    unsigned want = 0;
+    std::string stage = expected;
+    if (stage == "stage2_centralcache") want = HC_FEATURE_CENTRAL_CACHE;
+    if (stage == "stage3_pagecache")
+        want = HC_FEATURE_CENTRAL_CACHE | HC_FEATURE_UNSIZED_FREE | HC_FEATURE_PAGE_CACHE;
+    if (stage == "stage4_reclaim") want = all;
+    EXPECT_EQ(hc_features(), want);
+}
+
+TEST(Conformance, EverySizeClassIsAlignedAndWritable) {
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        size_t size = sc_size(cls);
+        void *p = hc_malloc(size);
+        ExpectAligned(p, size);
+        memset(p, 0x5a, size);
+        hc_free_sized(p, size);
+    }
+}
+
+TEST(Conformance, EverySizeUpToTwiceTheLargestClassIsAligned) {
+    // Every size up to 64 KiB, then a stride that still lands on every class.
+    for (size_t size = 0; size <= 2 * HC_MAX_SMALL_SIZE; size += size < 65536 ? 1 : 509) {
+        char *p = static_cast<char *>(hc_malloc(size));
+        ExpectAligned(p, size);
+        if (size > 0) {
+            p[0] = 1;
+            p[size - 1] = 2;
+        }
+        hc_free_sized(p, size);
+    }
+}
+
+TEST(Conformance, MallocZeroIsUniqueAndFreeable) {
+    std::set<void *> seen;
+    std::vector<void *> ptrs;
+    for (int i = 0; i < 100; i++) {
+        void *p = hc_malloc(0);
+        ASSERT_NE(p, nullptr);
+        EXPECT_TRUE(seen.insert(p).second) << "hc_malloc(0) returned a pointer twice";
+        ptrs.push_back(p);
+    }
+    for (void *p : ptrs) hc_free_sized(p, 0);
+}
+
+TEST(Conformance, CallocZeroes) {
+    const size_t sizes[] = {1, 8, 24, 100, 1000, 4096, 50000, HC_MAX_SMALL_SIZE, HC_MAX_SMALL_SIZE + 1, 3 << 20};
+    for (size_t size : sizes) {
+        // Dirty a block of this size first, so a recycled one would show.
+        void *dirty = hc_malloc(size);
+        ASSERT_NE(dirty, nullptr);
+        memset(dirty, 0xff, size);
+        hc_free_sized(dirty, size);
+        unsigned char *p = static_cast<unsigned char *>(hc_calloc(1, size));
+        ASSERT_NE(p, nullptr);
+        for (size_t i = 0; i < size; i++) ASSERT_EQ(p[i], 0) << "size " << size << " byte " << i;
+        hc_free_sized(p, size);
+        p = static_cast<unsigned char *>(hc_calloc(size, 1));
+        ASSERT_NE(p, nullptr);
+        hc_free_sized(p, size);
+    }
+}
+
+TEST(Conformance, CallocOverflowIsENOMEM) {
+    errno = 0;
+    EXPECT_EQ(hc_calloc(SIZE_MAX / 2, 3), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(hc_calloc((size_t)1 << 33, (size_t)1 << 31), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+}
+
+TEST(Conformance, SizesNearSizeMaxAreENOMEM) {
+    const size_t sizes[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4096, SIZE_MAX - 65536,
+                            SIZE_MAX / 2 + 1, (size_t)1 << 62};
+    for (size_t size : sizes) {
+        errno = 0;
+        EXPECT_EQ(hc_malloc(size), nullptr) << size;
+        EXPECT_EQ(errno, ENOMEM) << size;
+    }
+}
+
+TEST(Conformance, FreeOfNullIsHarmless) {
+    hc_free_sized(nullptr, 0);
+    hc_free_sized(nullptr, 64);
+    hc_free_sized(nullptr, (size_t)1 << 30);
+    hc_free(nullptr);  // defined on every stage for NULL
+    void *p = hc_malloc(64);
+    ASSERT_NE(p, nullptr);
+    hc_free_sized(p, 64);
+}
+
+TEST(Conformance, MappingFailureIsENOMEMAndTheAllocatorRecovers) {
+    const size_t big = (size_t)64 << 20;  // bigger than anything cached
+    os_fail_next_maps(1u << 30);
+    errno = 0;
+    void *p = hc_malloc(big);
+    int err = errno;
+    os_fail_next_maps(0);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(err, ENOMEM);
+
+    // A thread that starts while mapping fails, then once it works again.
+    std::thread([] {
+        os_fail_next_maps(1u << 30);
+        std::vector<std::pair<void *, size_t>> got;
+        for (size_t size = 8; size <= HC_MAX_SMALL_SIZE; size *= 2) {
+            errno = 0;
+            void *q = hc_malloc(size);
+            if (q == nullptr) EXPECT_EQ(errno, ENOMEM);
+            else got.emplace_back(q, size);
+        }
+        os_fail_next_maps(0);
+        for (auto &[q, size] : got) hc_free_sized(q, size);
+        for (size_t size = 8; size <= HC_MAX_SMALL_SIZE; size *= 2) {
+            void *q = hc_malloc(size);
+            ASSERT_NE(q, nullptr) << "still failing after mapping recovered, size " << size;
+            memset(q, 1, size);
+            hc_free_sized(q, size);
+        }
+    }).join();
+
+    p = hc_malloc(big);
+    ASSERT_NE(p, nullptr);
+    memset(p, 1, big);
+    hc_free_sized(p, big);
+}
+
+TEST(Conformance, MemoryMayBeFreedByAnotherThread) {
+    std::vector<void *> ptrs;
+    for (int i = 0; i < 1000; i++) {
+        void *p = hc_malloc(48);
+        ASSERT_NE(p, nullptr);
+        memset(p, i, 48);
+        ptrs.push_back(p);
+    }
+    std::thread([&ptrs] {
+        for (void *p : ptrs) hc_free_sized(p, 48);
+    }).join();
+    for (int i = 0; i < 1000; i++) hc_free_sized(hc_malloc(48), 48);
+}
+
+TEST(Conformance, FlushReleaseAndStatsAreCallable) {
+    void *p = hc_malloc(100);
+    ASSERT_NE(p, nullptr);
+    hc_stats stats;
+    hc_get_stats(&stats);
+    EXPECT_GT(stats.os_mapped_bytes, 0u);
+    EXPECT_GT(stats.metadata_bytes, 0u);
+    EXPECT_LE(stats.metadata_bytes, stats.os_mapped_bytes);
+    EXPECT_GE(stats.bytes_in_use, 100u);
+    hc_free_sized(p, 100);
+    hc_thread_flush();
+    hc_release_free_memory();
+    p = hc_malloc(100);
+    ASSERT_NE(p, nullptr);
+    hc_free_sized(p, 100);
+}
+
+// ---- Functions that arrive with stage 3's page map --------------------------
+
+TEST(Conformance, MissingUnsizedFunctionsFailTheDocumentedWay) {
+    if (HasFeature(HC_FEATURE_UNSIZED_FREE))
+        GTEST_SKIP() << hc_stage_name() << " has unsized free; the tests below cover it";
+    void *p = hc_malloc(32);
+    ASSERT_NE(p, nullptr);
+    memset(p, 7, 32);
+    errno = 0;
+    EXPECT_EQ(hc_realloc(p, 64), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    EXPECT_EQ(static_cast<unsigned char *>(p)[31], 7) << "failed realloc leaves the block alone";
+    errno = 0;
+    EXPECT_EQ(hc_aligned_alloc(64, 64), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(hc_aligned_alloc(3, 64), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(hc_usable_size(nullptr), 0u);
+    EXPECT_DEATH(hc_free(p), "hcmalloc: hc_free\\(\\) needs the page map of stage3_pagecache");
+    EXPECT_DEATH(hc_usable_size(p), "stage3_pagecache");
+    hc_free_sized(p, 32);
+}
+
+TEST(Conformance, UnsizedFreeOfEverySize) {
+    if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_free");
+    for (size_t size = 0; size <= 2 * HC_MAX_SMALL_SIZE; size += size < 4096 ? 1 : 1021) {
+        char *p = static_cast<char *>(hc_malloc(size));
+        ExpectAligned(p, size);
+        size_t usable = hc_usable_size(p);
+        EXPECT_GE(usable, size);
+        if (usable > 0) memset(p, 3, usable);
+        hc_free(p);
+    }
+    EXPECT_EQ(hc_usable_size(nullptr), 0u);
+}
+
+TEST(Conformance, ReallocKeepsContents) {
+    if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_realloc");
+    const size_t steps[] = {1, 8, 17, 100, 256, 257, 4000, 70000, HC_MAX_SMALL_SIZE,
+                            HC_MAX_SMALL_SIZE + 1, 5 << 20, 300, 3};
+    unsigned char *p = static_cast<unsigned char *>(hc_realloc(nullptr, 1));
+    ASSERT_NE(p, nullptr);
+    p[0] = 0;
+    size_t have = 1;
+    for (size_t want : steps) {
+        unsigned char *q = static_cast<unsigned char *>(hc_realloc(p, want));
+        ASSERT_NE(q, nullptr) << want;
+        ExpectAligned(q, want);
+        size_t keep = have < want ? have : want;
+        for (size_t i = 0; i < keep; i++) ASSERT_EQ(q[i], static_cast<unsigned char>(i * 7)) << want;
+        for (size_t i = 0; i < want; i++) q[i] = static_cast<unsigned char>(i * 7);
+        p = q;
+        have = want;
+    }
+    errno = 0;
+    EXPECT_EQ(hc_realloc(p, SIZE_MAX - 10), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    for (size_t i = 0; i < have; i++) ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << "old block kept";
+    hc_free(p);
+}
+
+TEST(Conformance, AlignedAllocEveryPowerOfTwo) {
+    if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_aligned_alloc");
+    for (size_t align = 1; align <= ((size_t)4 << 20); align *= 2) {
+        for (size_t size : {(size_t)1, align / 2 + 1, align, 3 * align + 5}) {
+            void *p = hc_aligned_alloc(align, size);
+            ASSERT_NE(p, nullptr) << align << " " << size;
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u) << align;
+            EXPECT_GE(hc_usable_size(p), size);
+            memset(p, 9, size);
+            hc_free(p);
+        }
+    }
+    for (size_t bad : {(size_t)0, (size_t)3, (size_t)24, (size_t)1000, SIZE_MAX}) {
+        errno = 0;
+        EXPECT_EQ(hc_aligned_alloc(bad, 64), nullptr) << bad;
+        EXPECT_EQ(errno, EINVAL) << bad;
+    }
+}
+
+TEST(Conformance, InvalidFreeAborts) {
+    if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_free");
+    int on_stack = 0;
+    EXPECT_DEATH(hc_free(&on_stack), "hcmalloc: free\\(\\): invalid pointer 0x");
+    char *p = static_cast<char *>(hc_malloc(64));
+    ASSERT_NE(p, nullptr);
+    EXPECT_DEATH(hc_free(p + 16), "hcmalloc: free\\(\\): invalid pointer 0x");
+    hc_free(p);
+}
+
+}  // namespace

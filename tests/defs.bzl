@@ -1,0 +1,71 @@
+"""hc_stage_tests: the shared test suite, instantiated once per stage.
+
+A stage's BUILD calls `hc_stage_tests(stage = ":hcmalloc")` and gets, in its
+own package:
+  conformance_test       the API contract of DESIGN.md
+  stress_test            threads, random sizes, cross-thread frees, patterns
+  stress_test_tsan       the stress test with the stage built under TSan
+  stress_test_valgrind   the stress test under valgrind memcheck
+so `bazel test //stageN_x:all` runs every flavour with no flags.
+"""
+
+load("//tests:flavours.bzl", "tsan_test")
+
+def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
+    """Instantiates the shared suite against `stage` (a cc_library label).
+
+    Args:
+      stage: the stage's allocator library, exporting the hc_* API.
+      stress_env: extra environment for the plain and TSan stress runs.
+      valgrind_env: extra environment for the Valgrind run.
+    """
+    native.cc_test(
+        name = "conformance_test",
+        size = "small",
+        env = {"HC_EXPECTED_STAGE": native.package_name()},
+        deps = [
+            "//tests:conformance",
+            stage,
+            "@googletest//:gtest_main",
+        ],
+    )
+
+    native.cc_binary(
+        name = "stress_test_bin",
+        testonly = True,
+        deps = [
+            "//tests:stress",
+            stage,
+            "@googletest//:gtest_main",
+        ],
+    )
+
+    native.cc_test(
+        name = "stress_test",
+        size = "medium",
+        deps = [
+            "//tests:stress",
+            stage,
+            "@googletest//:gtest_main",
+        ],
+        env = stress_env,
+    )
+
+    tsan_test(
+        name = "stress_test_tsan",
+        size = "large",
+        binary = ":stress_test_bin",
+        test_env = dict({"HC_STRESS_OPS": "30000"}, **stress_env),
+    )
+
+    native.sh_test(
+        name = "stress_test_valgrind",
+        size = "large",
+        srcs = ["//tests:valgrind_test.sh"],
+        args = ["$(location :stress_test_bin)"],
+        data = [":stress_test_bin"],
+        env = dict({
+            "HC_STRESS_THREADS": "4",
+            "HC_STRESS_OPS": "15000",
+        }, **valgrind_env),
+    )

@@ -1,0 +1,5 @@
+#!/bin/bash
+# tools/test.sh — every test of the project: the README's second command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bazel test //... "$@"
