@@ -13,6 +13,7 @@ so its unsized free() is measured through the same calls glibc's is.
 
 BENCH_STAGES = [
     "stage1_threadcache",
+    "stage2_centralcache",
 ]
 
 BENCH_PRELOAD_LIBS = {
