@@ -9,10 +9,10 @@ allocators run one after another (interleaved), and the order rotates from one
 repetition to the next, so a burst of load on this shared machine falls on a
 different allocator each time; the median of the repetitions is reported.
 
-Writes a table per workload to stdout, a progress line per step to stderr, and
-results.csv, chart.svg (and churn.csv, machine.txt) into bench-results/ at the
-workspace root, or --out. `--callgrind` counts instructions instead (exact,
-repeatable) and writes callgrind.csv.
+Writes a table per workload to stdout, a progress line per step to stderr,
+and results.csv, chart.svg (also churn.csv, results.md, machine.txt) into
+bench-results/ at the workspace root, or --out. `--callgrind` counts
+instructions instead (exact, repeatable) and writes callgrind.csv.
 """
 
 import argparse
@@ -161,9 +161,9 @@ def machine_line(allocators):
         pass
     glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "glibc ?"
     peers = ", ".join("%s %s" % (a.name, package_version(a.package)) for a in allocators if a.package)
-    load = "%.2f" % os.getloadavg()[0]
-    return "machine: %s, %d cores, Linux %s, %s%s; load average %s at start" % (
-        cpu, os.cpu_count() or 0, platform.release(), glibc, ", " + peers if peers else "", load)
+    return "machine: %s, %d cores, Linux %s, %s%s; load average %.2f at start" % (
+        cpu, os.cpu_count() or 0, platform.release(), glibc, ", " + peers if peers else "",
+        os.getloadavg()[0])
 
 
 # ---- Running one child ------------------------------------------------------------------
@@ -362,6 +362,57 @@ def write_chart(path, results, workloads, threads, allocators, machine):
         f.write("\n".join(out) + "\n")
 
 
+# ---- Markdown, for docs/benchmarks.md -----------------------------------------------------------
+
+
+def write_markdown(path, results, workloads, threads, allocators, machine):
+    """The tables of a run, one per workload, ready to paste into the docs."""
+    counts = " / ".join("%d" % t for t in threads)
+
+    def per_thread_mib(rows, name, key):
+        values = []
+        for t in threads:
+            r = rows.get((t, name), {"failed": True})
+            values.append("-" if r.get("failed") else "%.1f" % (r[key] / 1024))
+        return " / ".join(values)
+
+    lines = ["<!-- written by `bazel run //bench` -->", "", machine, ""]
+    for wl in workloads:
+        rows = results[wl]
+        what, article = WORKLOADS[wl]
+        lines.append("**%s** (%s; article %s): ns per pair and ratio to glibc; peak RSS in MiB"
+                     % (wl, what, article))
+        lines.append("")
+        head = "| allocator | %s | peak RSS, %s thr |" % (" | ".join("%d thr" % t for t in threads), counts)
+        if wl == "churn":
+            head += " mapped at end, MiB, %s thr |" % counts
+        lines.append(head)
+        lines.append("|---" * (head.count("|") - 1) + "|")
+        for a in allocators:
+            cells = []
+            for t in threads:
+                r = rows.get((t, a.name), {"failed": True})
+                if r.get("failed"):
+                    cells.append("failed")
+                    continue
+                ratio = "%.2fx" % r["ratio"] if r["ratio"] is not None else "-"
+                cells.append("%s%s, %s" % (fmt_ns(r["ns"]), "\\*" if r["cut"] else "", ratio))
+            line = "| %s | %s | %s |" % (a.name, " | ".join(cells), per_thread_mib(rows, a.name, "rss"))
+            if wl == "churn":
+                kind = "RSS"
+                for t in threads:
+                    r = rows.get((t, a.name), {"failed": True})
+                    if not r.get("failed") and r["mapped_source"] == "stats":
+                        kind = "stats"
+                line += " %s (%s) |" % (per_thread_mib(rows, a.name, "mapped"), kind)
+            lines.append(line)
+        lines.append("")
+    lines.append("\\* stopped at the time limit; ns/pair is over the pairs done. "
+                 "Mapped at end: hc_get_stats().os_mapped_bytes (stats) or the resident set (RSS).")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 # ---- Timing workloads --------------------------------------------------------------------------
 
 
@@ -436,8 +487,15 @@ def bench_workloads(args, allocators, out_dir, machine):
                     if not r.get("failed"):
                         f.write("%s,%d,%d,%s\n" % (a.name, t, r["mapped"],
                                                    "os_mapped_bytes" if r["mapped_source"] == "stats" else "rss"))
+    # Other work on the machine inflates wall times: say how busy it was.
+    machine += ", %.2f at end" % os.getloadavg()[0]
+    print()
+    print(machine)
+    with open(os.path.join(out_dir, "machine.txt"), "w") as f:
+        f.write(machine + "\n")
     write_chart(os.path.join(out_dir, "chart.svg"), results, workloads, threads, allocators, machine)
-    sys.stderr.write("bench: %d runs in %.0f s; wrote results.csv, chart.svg to %s\n"
+    write_markdown(os.path.join(out_dir, "results.md"), results, workloads, threads, allocators, machine)
+    sys.stderr.write("bench: %d runs in %.0f s; wrote results.csv, chart.svg, results.md to %s\n"
                      % (step, time.monotonic() - began, out_dir))
     return 1 if failed else 0
 
