@@ -38,16 +38,20 @@ extern HC_THREAD_LOCAL tc_cache *tc_current;
  * HC_MAX_SMALL_SIZE (one unsigned compare: size - 1 < HC_MAX_SMALL_SIZE). */
 
 HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
+    /* LAB BEGIN: fast_path_pop */
     return fl_pop(&tc->lists[cls]);
+    /* LAB END: fast_path_pop */
 }
 
 /* Returns 0 (and does nothing) when the list is at its limit. */
 HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
+    /* LAB BEGIN: fast_path_push */
     hc_free_list *list = &tc->lists[cls];
     if (HC_UNLIKELY(list->length >= list->max_length))
         return 0;
     fl_push(list, obj);
     return 1;
+    /* LAB END: fast_path_push */
 }
 
 /* ---- Slow path (thread_cache.c of each stage) ----------------------------- */
