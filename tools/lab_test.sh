@@ -40,6 +40,7 @@ cleanup() {
     rm -rf "$scratch"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM  # so that the EXIT trap cleans up
 
 # Flags: no colour or progress chatter in the log; --keep_going so a skeleton
 # reports every target, not just the first failure.
