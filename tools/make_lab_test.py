@@ -31,6 +31,11 @@ void twice(int *p) {
 """
 
 
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def write(directory, name, text):
     path = os.path.join(directory, name)
     with open(path, "w", encoding="utf-8") as f:
@@ -52,7 +57,7 @@ class MarkerTest(unittest.TestCase):
     def test_strip_replaces_each_region_by_a_stop_and_includes_fatal_h(self):
         path = write(self.dir.name, "x.c", SOURCE)
         self.assertEqual(make_lab.strip(path, "stage9_x/x.c"), ["answer", "twice"])
-        text = open(path, encoding="utf-8").read()
+        text = read(path)
         self.assertNotIn("return 42", text)
         self.assertNotIn("*p *= 2", text)
         self.assertNotIn("LAB BEGIN", text)
@@ -62,7 +67,7 @@ class MarkerTest(unittest.TestCase):
     def test_a_file_without_markers_is_left_alone(self):
         path = write(self.dir.name, "y.c", "int y;\n")
         self.assertEqual(make_lab.strip(path, "y.c"), [])
-        self.assertEqual(open(path, encoding="utf-8").read(), "int y;\n")
+        self.assertEqual(read(path), "int y;\n")
 
     def test_bad_markers_are_errors(self):
         bad = {
