@@ -20,16 +20,27 @@ bin=bazel-bin/tools/figures/fastpath_loop_$stage
 
 bazel build --config=opt "//tools/figures:fastpath_loop_$stage" >&2
 
+# collect FUNCTION... PAIRS: instructions executed inside the functions.
 collect() {
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-        --toggle-collect=hc_malloc --toggle-collect=hc_free_sized \
-        "$bin" "$1" "$size" 2>&1 | sed -n 's/^==[0-9]*== Collected : *//p'
+    local pairs=${*: -1} toggles=()
+    for fn in "${@:1:$#-1}"; do toggles+=("--toggle-collect=$fn"); done
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "${toggles[@]}" \
+        "$bin" "$pairs" "$size" 2>&1 | sed -n 's/^==[0-9]*== Collected : *//p'
 }
 
-a=$(collect $pairs_a)
-b=$(collect $pairs_b)
-echo "valgrind --tool=callgrind --toggle-collect=hc_malloc --toggle-collect=hc_free_sized $bin $pairs_a $size: $a instructions"
-echo "valgrind --tool=callgrind --toggle-collect=hc_malloc --toggle-collect=hc_free_sized $bin $pairs_b $size: $b instructions"
-awk -v a="$a" -v b="$b" -v n=$((pairs_b - pairs_a)) -v s="$stage" -v z="$size" 'BEGIN {
-    printf "%s: %g instructions per hc_malloc(%s) + hc_free_sized pair ((%d - %d) / %d)\n", s, (b - a) / n, z, b, a, n
-}'
+n=$((pairs_b - pairs_a))
+per_pair() { # FUNCTION...: prints the command, both counts and the cost per pair
+    local a b toggles=""
+    a=$(collect "$@" $pairs_a)
+    b=$(collect "$@" $pairs_b)
+    for fn in "$@"; do toggles+=" --toggle-collect=$fn"; done
+    echo "valgrind --tool=callgrind$toggles $bin $pairs_a $size: $a instructions"
+    echo "valgrind --tool=callgrind$toggles $bin $pairs_b $size: $b instructions"
+    awk -v a="$a" -v b="$b" -v n=$n -v what="$*" \
+        'BEGIN { printf "  %s: %g per pair ((%d - %d) / %d)\n", what, (b - a) / n, b, a, n }'
+}
+
+echo "$stage, hc_malloc($size) + hc_free_sized(p, $size), fast path:"
+per_pair hc_malloc
+per_pair hc_free_sized
+per_pair hc_malloc hc_free_sized
