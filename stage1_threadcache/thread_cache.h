@@ -29,7 +29,8 @@ typedef struct tc_cache {
     char *chunk_end;
     size_t capacity_bytes;              /* stage 4: sum of max_length x size: what the lists may hold */
     size_t share_bytes;                 /* stage 4: this thread's part of the thread-cache budget */
-} tc_cache;
+} HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
+                              * belong to different threads, and must not share one */
 
 /* The calling thread's cache. Never NULL: a thread starts out pointing at
  * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
