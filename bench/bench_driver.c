@@ -97,6 +97,25 @@ static uint64_t next_random(uint64_t *state) {
 
 static uint64_t seed_for(int index) { return 0x9E3779B97F4A7C15ull * (uint64_t)(index + 1); }
 
+static size_t random_size(uint64_t *rng, size_t min, size_t max) {
+    return min + next_random(rng) % (max - min + 1);
+}
+
+/* n blocks of random sizes in [min, max], each touched once. */
+static void malloc_random_blocks(char **blocks, size_t *sizes, int n, size_t min, size_t max,
+                                 uint64_t *rng) {
+    for (int i = 0; i < n; i++) {
+        sizes[i] = random_size(rng, min, max);
+        blocks[i] = must_malloc(sizes[i]);
+        blocks[i][0] = (char)i;
+    }
+}
+
+static void free_blocks(char **blocks, const size_t *sizes, int n) {
+    for (int i = 0; i < n; i++)
+        bench_free(blocks[i], sizes[i]);
+}
+
 /* ---- Running N workers and timing them ----------------------------------------- */
 
 typedef struct worker {
@@ -206,11 +225,7 @@ static void *mixed_worker(void *arg) {
     uint64_t rng = seed_for(w->index);
     char *live[MIXED_WINDOW];
     size_t size[MIXED_WINDOW];
-    for (int i = 0; i < MIXED_WINDOW; i++) {
-        size[i] = MIXED_MIN + next_random(&rng) % (MIXED_MAX - MIXED_MIN + 1);
-        live[i] = must_malloc(size[i]);
-        live[i][0] = 1;
-    }
+    malloc_random_blocks(live, size, MIXED_WINDOW, MIXED_MIN, MIXED_MAX, &rng);
     pthread_barrier_wait(&start_line);
     long i = 0;
     while (i < w->ops && !past_deadline()) {
@@ -218,7 +233,7 @@ static void *mixed_worker(void *arg) {
         for (; i < end; i++) {
             unsigned victim = (unsigned)(next_random(&rng) % MIXED_WINDOW);
             bench_free(live[victim], size[victim]);
-            size_t n = MIXED_MIN + next_random(&rng) % (MIXED_MAX - MIXED_MIN + 1);
+            size_t n = random_size(&rng, MIXED_MIN, MIXED_MAX);
             char *p = must_malloc(n);
             p[0] = (char)i; /* touch both ends: the block is really used */
             p[n - 1] = (char)i;
@@ -226,8 +241,7 @@ static void *mixed_worker(void *arg) {
             size[victim] = n;
         }
     }
-    for (int k = 0; k < MIXED_WINDOW; k++)
-        bench_free(live[k], size[k]);
+    free_blocks(live, size, MIXED_WINDOW);
     w->done = i;
     return NULL;
 }
@@ -323,7 +337,7 @@ static void *large_worker(void *arg) {
     pthread_barrier_wait(&start_line);
     long i = 0;
     for (; i < w->ops && !past_deadline(); i++) {
-        size_t n = LARGE_MIN + next_random(&rng) % (LARGE_MAX - LARGE_MIN + 1);
+        size_t n = random_size(&rng, LARGE_MIN, LARGE_MAX);
         char *p = must_malloc(n);
         for (size_t off = 0; off < n; off += LARGE_STEP)
             p[off] = (char)i;
@@ -349,13 +363,8 @@ static void *churn_thread(void *arg) {
     uint64_t rng = seed_for(w->index);
     char *blocks[CHURN_BLOCKS];
     size_t size[CHURN_BLOCKS];
-    for (int i = 0; i < CHURN_BLOCKS; i++) {
-        size[i] = CHURN_MIN + next_random(&rng) % (CHURN_MAX - CHURN_MIN + 1);
-        blocks[i] = must_malloc(size[i]);
-        blocks[i][0] = (char)i;
-    }
-    for (int i = 0; i < CHURN_BLOCKS; i++)
-        bench_free(blocks[i], size[i]);
+    malloc_random_blocks(blocks, size, CHURN_BLOCKS, CHURN_MIN, CHURN_MAX, &rng);
+    free_blocks(blocks, size, CHURN_BLOCKS);
     return NULL;
 }
 

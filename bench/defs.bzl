@@ -19,6 +19,13 @@ _opt_transition = transition(
     outputs = ["//command_line_option:compilation_mode", "//command_line_option:copt"],
 )
 
+# Bazel lets only allowlisted rules use a Starlark transition on an attribute.
+_TRANSITION_ALLOWLIST = {
+    "_allowlist_function_transition": attr.label(
+        default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+    ),
+}
+
 def _opt_binary_impl(ctx):
     binary = ctx.attr.binary[0]
     exe = binary[DefaultInfo].files_to_run.executable
@@ -30,12 +37,10 @@ def _opt_binary_impl(ctx):
 opt_binary = rule(
     implementation = _opt_binary_impl,
     executable = True,
-    attrs = {
-        "binary": attr.label(cfg = _opt_transition, executable = True, mandatory = True),
-        "_allowlist_function_transition": attr.label(
-            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
-        ),
-    },
+    attrs = dict(
+        binary = attr.label(cfg = _opt_transition, executable = True, mandatory = True),
+        **_TRANSITION_ALLOWLIST
+    ),
     doc = "`binary` built with --compilation_mode=opt and -DNDEBUG.",
 )
 
@@ -49,12 +54,10 @@ def _opt_file_impl(ctx):
 
 opt_file = rule(
     implementation = _opt_file_impl,
-    attrs = {
-        "src": attr.label(cfg = _opt_transition, mandatory = True, allow_files = True),
-        "_allowlist_function_transition": attr.label(
-            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
-        ),
-    },
+    attrs = dict(
+        src = attr.label(cfg = _opt_transition, mandatory = True, allow_files = True),
+        **_TRANSITION_ALLOWLIST
+    ),
     doc = "One file (a shared library) built with --compilation_mode=opt and -DNDEBUG.",
 )
 
