@@ -29,7 +29,7 @@ import time
 # ---- What the bench knows ---------------------------------------------------------
 
 WORKLOADS = {
-    # name: (what one pair is, the article it models: /work/shared/articles)
+    # name: (what a run does, the allocator articles it models: /work/shared/articles)
     "tight": ("N threads x (malloc 32 B, write 32 B, free)", "000, 001"),
     "hold": ("128 B blocks, 9 in 10 kept until the round ends, every 10th freed at once", "001"),
     "mixed": ("random 8 B..4 KiB, a live window of 1,000 per thread, random victims", "004"),
@@ -298,14 +298,16 @@ def write_chart(path, results, workloads, threads, allocators, machine):
     width, panel_h = 980, 300
     left, right, top, bottom = 70, 20, 50, 45
     legend_h = 30
-    title_h = 50
+    machine_lines = machine.split("; ")  # the hardware, then how busy it was
+    title_h = 34 + 16 * len(machine_lines)
     height = title_h + legend_h + panel_h * len(workloads) + 10
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">' % (width, height, width, height),
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="%d" y="22" font-size="16" font-weight="bold">hcmalloc bench: time per '
-           'malloc+free pair as a ratio to glibc (log scale; below 1 is faster)</text>' % left,
-           '<text x="%d" y="40" fill="#555">%s</text>' % (left, esc(machine))]
+           'malloc+free pair as a ratio to glibc (log scale; below 1 is faster)</text>' % left]
+    for n, text in enumerate(machine_lines):
+        out.append('<text x="%d" y="%d" fill="#555">%s</text>' % (left, 40 + 16 * n, esc(text)))
     x = left
     for a in allocators:
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (x, title_h + 4, colour[a.name]))
