@@ -13,6 +13,7 @@ static atomic_uint os_fail_count;
 static atomic_uint os_fail_one_in;
 static atomic_uint os_fail_seed;
 static atomic_ulong os_injected;
+static void (*_Atomic os_map_observer)(size_t);
 
 size_t os_page_size(void) {
     static size_t page; /* a benign race: every thread computes the same value */
@@ -46,6 +47,9 @@ static int os_injected_failure(void) {
 }
 
 void *os_map(size_t bytes) {
+    void (*observer)(size_t) = atomic_load_explicit(&os_map_observer, memory_order_acquire);
+    if (observer != NULL)
+        observer(bytes);
     if (os_injected_failure()) {
         errno = ENOMEM;
         return NULL;
@@ -96,3 +100,7 @@ void os_fail_maps_randomly(unsigned one_in, unsigned seed) {
 }
 
 unsigned long os_injected_failures(void) { return atomic_load(&os_injected); }
+
+void os_set_map_observer(void (*observer)(size_t bytes)) {
+    atomic_store_explicit(&os_map_observer, observer, memory_order_release);
+}

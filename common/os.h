@@ -39,5 +39,9 @@ void os_fail_next_maps(unsigned n);
 void os_fail_maps_randomly(unsigned one_in, unsigned seed);
 /* Mappings refused by the hooks so far. */
 unsigned long os_injected_failures(void);
+/* os_set_map_observer(fn): fn(bytes) runs just before every mapping
+ * attempt (NULL removes it). Lets a test check which locks are held when the
+ * allocator calls into the kernel. */
+void os_set_map_observer(void (*observer)(size_t bytes));
 
 #endif /* HC_OS_H_ */

@@ -21,7 +21,8 @@
  * than one object of the class being refilled). */
 #define TC_CHUNK_BYTES ((size_t)1 << 20)
 
-HC_THREAD_LOCAL tc_cache *tc_current;
+tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
+HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
 
 static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
 
@@ -32,7 +33,7 @@ static tc_cache *tc_registry;
 
 tc_cache *tc_get_or_create(void) {
     tc_cache *tc = tc_current;
-    if (HC_LIKELY(tc != NULL))
+    if (HC_LIKELY(tc != &tc_sentinel))
         return tc;
     tc = pool_alloc(&tc_cache_pool); /* zeroed: every list empty */
     if (tc == NULL)

@@ -29,13 +29,17 @@ typedef struct tc_cache {
     void *stage_data;                   /* a later stage's per-thread extras, if any */
 } tc_cache;
 
-/* The calling thread's cache; NULL until its first slow-path call. */
+/* The calling thread's cache. Never NULL: a thread starts out pointing at
+ * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
+ * (max_length 0, so free overflows). Both misses lead to the slow path,
+ * which gives the thread a real cache; the fast path needs no NULL check. */
 extern HC_THREAD_LOCAL tc_cache *tc_current;
+extern tc_cache tc_sentinel;
 
 /* ---- Fast path ------------------------------------------------------------
- * A hit costs: one TLS load, the class computation, one load and one store of
- * the list head, the length update. The caller has checked 1 <= size <=
- * HC_MAX_SMALL_SIZE (one unsigned compare: size - 1 < HC_MAX_SMALL_SIZE). */
+ * A hit costs: one TLS load, one table load for the class, one load and one
+ * store of the list head, the length update (see docs/stage1.md for the
+ * instruction listing). */
 
 HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
     return fl_pop(&tc->lists[cls]);
@@ -52,8 +56,8 @@ HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
 
 /* ---- Slow path (thread_cache.c of each stage) ----------------------------- */
 
-/* The calling thread's cache, created on first use; NULL if the OS refused
- * memory for it. */
+/* The calling thread's cache, created on first use (when tc_current is still
+ * the sentinel); NULL if the OS refused memory for it. */
 tc_cache *tc_get_or_create(void);
 
 /* lists[cls] is empty: fills it and returns one object, or NULL (ENOMEM). */
