@@ -390,5 +390,6 @@ const char *pc_check(void) {
 void pc_collect_stats(hc_stats *out) {
     hc_lock_acquire(&pc_lock);
     out->page_cache_free_bytes += totals.free_pages << HC_PAGE_SHIFT;
+    out->bytes_in_use += (totals.large_pages + totals.direct_pages) << HC_PAGE_SHIFT;
     hc_lock_release(&pc_lock);
 }

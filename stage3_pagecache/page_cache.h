@@ -106,7 +106,8 @@ void pc_get_census(pc_census *out);
  * Expensive (every free span): for tests and debug checks. */
 const char *pc_check(void);
 
-/* Adds page_cache_free_bytes (and nothing else) to *out. */
+/* Adds the free spans to page_cache_free_bytes and the large blocks in use
+ * to bytes_in_use (small spans are the central cache's to count). */
 void pc_collect_stats(hc_stats *out);
 
 #endif /* HC_PAGE_CACHE_H_ */

@@ -62,3 +62,52 @@ tsan_test = rule(
     },
     doc = "Runs `binary` built with -fsanitize=thread (and everything it links).",
 )
+
+# ---- Debug flavour: the same binary rebuilt with HC_DEBUG=1 -------------------
+# What `--config=debug` turns on (double-free and wrong-size checks), as a
+# target of the stage's package, so `bazel test :all` runs it with no flags.
+
+def _debug_transition_impl(settings, attr):
+    return {
+        "//command_line_option:copt": settings["//command_line_option:copt"] + ["-DHC_DEBUG=1"],
+    }
+
+_debug_transition = transition(
+    implementation = _debug_transition_impl,
+    inputs = ["//command_line_option:copt"],
+    outputs = ["//command_line_option:copt"],
+)
+
+def _debug_test_impl(ctx):
+    binary = ctx.attr.binary[0]
+    exe = binary[DefaultInfo].files_to_run.executable
+    launcher = ctx.actions.declare_file(ctx.label.name + ".sh")
+    ctx.actions.write(
+        output = launcher,
+        is_executable = True,
+        content = "\n".join([
+            "#!/bin/bash",
+            "exe=\"$0.runfiles/%s/%s\"" % (ctx.workspace_name, exe.short_path),
+            "[ -x \"$exe\" ] || exe=\"%s\"" % exe.short_path,
+            "exec \"$exe\" \"$@\"",
+            "",
+        ]),
+    )
+    runfiles = ctx.runfiles(files = [exe]).merge(binary[DefaultInfo].default_runfiles)
+    return [
+        DefaultInfo(executable = launcher, runfiles = runfiles),
+        testing.TestEnvironment(ctx.attr.test_env),
+    ]
+
+debug_test = rule(
+    implementation = _debug_test_impl,
+    test = True,
+    attrs = {
+        "binary": attr.label(cfg = _debug_transition, executable = True, mandatory = True),
+        "test_env": attr.string_dict(doc = "Environment for the test run."),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
+    },
+    doc = "Runs `binary` built with -DHC_DEBUG=1 (and everything it links).",
+)
