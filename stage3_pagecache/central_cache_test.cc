@@ -10,20 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "stage3_pagecache/page_cache_test_util.h"
+#include "tests/lock_probe.h"
+
 extern "C" {
 #include "common/hcmalloc.h"
 #include "common/os.h"
 #include "stage2_centralcache/central_cache.h"
-#include "stage3_pagecache/page_cache.h"
 }
 
 namespace {
-
-pc_census Census() {
-    pc_census c;
-    pc_get_census(&c);
-    return c;
-}
 
 // Fetches `n` objects of `cls` one call at a time (a call may bring fewer).
 std::vector<void *> Fetch(unsigned cls, uint32_t n) {
@@ -76,8 +72,7 @@ TEST(SpanRefcount, CountsObjectsOutAndGivesTheSpanBackAtZero) {
     ASSERT_NE(now, nullptr);
     EXPECT_EQ(now->state, SPAN_FREE);
     EXPECT_EQ(Census().small_pages, before.small_pages - pages);
-    const char *broken = pc_check();
-    EXPECT_EQ(broken, nullptr) << broken;
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 // The bug the count prevents: a span given back (and so reused, here for
@@ -110,8 +105,7 @@ TEST(SpanRefcount, ASpanWithAnObjectOutIsNeverReused) {
     for (hc_span *s : taken) pc_free_span(s);
     Return(cls, held);
     EXPECT_EQ(pc_span_of(held), nullptr);
-    const char *broken = pc_check();
-    EXPECT_EQ(broken, nullptr) << broken;
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(SpanRefcount, CentralBytesCountFreeObjectsOnPartlyUsedSpans) {
@@ -144,19 +138,13 @@ TEST(SpanRefcountDeathTest, AnObjectReturnedToTheWrongClassAborts) {
 }
 
 std::atomic<int> held_lock_seen{0};
-void CheckNoBucketLockHeld(size_t) {
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        pthread_mutex_t *m = &cc_bucket_lock(cls)->mutex;
-        if (pthread_mutex_trylock(m) != 0) held_lock_seen++;
-        else pthread_mutex_unlock(m);
-    }
-}
+void CountHeldBucketLocks(size_t) { held_lock_seen += hc_test::HeldBucketLocks(); }
 
 // The lock order of page_cache.h: the page cache (which maps from the OS
 // under its lock) is never entered with a bucket lock held.
 TEST(SpanRefcount, NoBucketLockIsHeldWhenThePageCacheGrows) {
     std::thread([] {
-        os_set_map_observer(CheckNoBucketLockHeld);
+        os_set_map_observer(CountHeldBucketLocks);
         std::vector<std::pair<void *, size_t>> got;
         for (int round = 0; round < 3; round++)
             for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)

@@ -11,25 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "stage3_pagecache/page_cache_test_util.h"
+
 extern "C" {
 #include "common/os.h"
 #include "common/pool.h"
-#include "stage3_pagecache/page_cache.h"
 }
 
 namespace {
-
-pc_census Census() {
-    pc_census c;
-    pc_get_census(&c);
-    return c;
-}
-
-#define EXPECT_CONSISTENT()                      \
-    do {                                         \
-        const char *broken = pc_check();         \
-        EXPECT_EQ(broken, nullptr) << broken;    \
-    } while (0)
 
 size_t InUsePages(const pc_census &c) { return c.small_pages + c.large_pages; }
 
@@ -50,13 +39,13 @@ TEST(PageCache, SplitThenMergeReturnsToOneSpan) {
     EXPECT_EQ(rest->start_page, span_end_page(c));
     EXPECT_EQ(Census().free_spans, start.free_spans) << "the remainder replaced the span it came from";
     EXPECT_EQ(Census().free_pages, start.free_pages - 5);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 
     const uintptr_t a_start = a->start_page;
     const size_t whole = 6 + rest->page_count;
     pc_free_span(b);  // both neighbours in use: stays on its own
     EXPECT_EQ(Census().free_spans, start.free_spans + 1);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
     pc_free_span(a);  // merges with b
     hc_span *ab = pm_lookup(a_start);
     ASSERT_NE(ab, nullptr);
@@ -64,7 +53,7 @@ TEST(PageCache, SplitThenMergeReturnsToOneSpan) {
     EXPECT_EQ(ab->page_count, 3u);
     EXPECT_EQ(pm_lookup(a_start + 2), ab) << "last page of the merged span maps to it";
     EXPECT_EQ(Census().free_spans, start.free_spans + 1);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
     pc_free_span(c);  // merges with a+b on the left and the remainder on the right
     hc_span *one = pm_lookup(a_start);
     ASSERT_NE(one, nullptr);
@@ -74,7 +63,7 @@ TEST(PageCache, SplitThenMergeReturnsToOneSpan) {
     EXPECT_EQ(pm_lookup(a_start + whole - 1), one);
     EXPECT_EQ(Census().free_spans, start.free_spans);
     EXPECT_EQ(Census().free_pages, start.free_pages + 1);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(PageCache, MergingNeverTouchesASpanInUse) {
@@ -101,11 +90,11 @@ TEST(PageCache, MergingNeverTouchesASpanInUse) {
     EXPECT_EQ(right->state, SPAN_FREE);
     EXPECT_EQ(right->start_page, b_start + 4);
     EXPECT_NE(left, right);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
     const size_t spans_before = Census().free_spans;
     pc_free_span(b);
     EXPECT_EQ(Census().free_spans, spans_before - 1) << "three free spans became one";
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(PageCache, FreePagesAreConserved) {
@@ -134,13 +123,13 @@ TEST(PageCache, FreePagesAreConserved) {
         pc_census c = Census();
         ASSERT_EQ(InUsePages(c), live_pages) << "op " << op;
         ASSERT_EQ(c.free_pages + live_pages, c.heap_pages) << "op " << op;
-        if (op % 250 == 0) EXPECT_CONSISTENT();
+        if (op % 250 == 0) EXPECT_PAGE_CACHE_CONSISTENT();
     }
     for (hc_span *s : live) pc_free_span(s);
     pc_census end = Census();
     EXPECT_EQ(end.free_pages, end.heap_pages);
     EXPECT_LE(end.free_spans, end.regions) << "everything merged back: at most one span per region";
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(PageCache, SmallSpansKnowTheirObjects) {
@@ -168,7 +157,7 @@ TEST(PageCache, SmallSpansKnowTheirObjects) {
         pc_free_span(s);
         EXPECT_EQ(pc_span_of(base), nullptr) << "a free span is nobody's";
     }
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(PageCache, AlignedSpansStartOnTheirAlignment) {
@@ -182,10 +171,10 @@ TEST(PageCache, AlignedSpansStartOnTheirAlignment) {
             EXPECT_EQ(pc_span_of(span_start(s)), s);
             spans.push_back(s);
         }
-        EXPECT_CONSISTENT();
+        EXPECT_PAGE_CACHE_CONSISTENT();
     }
     for (hc_span *s : spans) pc_free_span(s);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
     pc_census c = Census();
     EXPECT_EQ(c.free_pages, c.heap_pages);
 }
@@ -216,7 +205,7 @@ TEST(PageCache, VeryLargeSpansAreMappedDirectlyAndRegistered) {
     EXPECT_TRUE(aligned->direct);
     EXPECT_EQ(aligned->start_page % 256, 0u);
     pc_free_span(aligned);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(PageCache, RefusedMappingIsENOMEMAndChangesNothing) {
@@ -239,7 +228,7 @@ TEST(PageCache, RefusedMappingIsENOMEMAndChangesNothing) {
     errno = 0;
     EXPECT_EQ(pc_alloc_span(PC_MAX_PAGES + 1, 0), nullptr);
     EXPECT_EQ(errno, ENOMEM);
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(PageCache, ManyThreadsSplitAndMergeConsistently) {
@@ -265,7 +254,7 @@ TEST(PageCache, ManyThreadsSplitAndMergeConsistently) {
             for (hc_span *s : mine) pc_free_span(s);
         });
     for (auto &th : threads) th.join();
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
     pc_census c = Census();
     EXPECT_EQ(c.free_pages, c.heap_pages);
     EXPECT_LE(c.free_spans, c.regions);
@@ -299,7 +288,7 @@ TEST(PageCache, PageMapCostForAOneGiBHeap) {
     EXPECT_EQ(c.free_pages, c.heap_pages);
     EXPECT_LE(c.free_spans, c.regions);
     EXPECT_GE(c.largest_free_pages, gib_pages / 8) << "growth by a quarter keeps regions long";
-    EXPECT_CONSISTENT();
+    EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 }  // namespace

@@ -9,9 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "stage3_pagecache/page_cache_test_util.h"
+
 extern "C" {
 #include "common/hcmalloc.h"
-#include "stage3_pagecache/page_cache.h"
 }
 
 namespace {
@@ -69,8 +70,7 @@ TEST(Waves, OneGiBOfSmallObjectsMergesBackIntoLongSpans) {
     }).join();
 
     hc_stats s = Stats();
-    pc_census c;
-    pc_get_census(&c);
+    pc_census c = Census();
     std::printf("after the waves: in use %zu, thread caches %zu, central %zu, page cache free %zu MiB, "
                 "mapped %zu MiB, metadata %zu KiB; %zu free spans in %zu regions, longest %zu MiB\n",
                 s.bytes_in_use, s.thread_cache_bytes, s.central_cache_bytes,
@@ -87,8 +87,7 @@ TEST(Waves, OneGiBOfSmallObjectsMergesBackIntoLongSpans) {
     // Merged: one free span per region at most, the longest a big share of the heap.
     EXPECT_LE(c.free_spans, c.regions);
     EXPECT_GE(c.largest_free_pages * HC_PAGE_SIZE, s.page_cache_free_bytes / 8);
-    const char *broken = pc_check();
-    EXPECT_EQ(broken, nullptr) << broken;
+    EXPECT_PAGE_CACHE_CONSISTENT();
 
     // And hc_get_stats alone shows it: a block as long as the longest span
     // is served without mapping anything new, which only a merged span can do.
