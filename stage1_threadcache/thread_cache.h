@@ -23,10 +23,12 @@
 typedef struct tc_cache {
     hc_free_list lists[HC_NUM_CLASSES]; /* lists[cls]: free objects of class cls */
     struct tc_cache *next_cache;        /* every live cache, for hc_get_stats */
+    struct tc_cache *prev_cache;        /* stage 4: so an exiting thread can unlink */
     size_t carved_bytes;                /* stage 1: bytes carved for this thread so far */
     char *chunk_cursor;                 /* stage 1: unused part of the thread's chunk */
     char *chunk_end;
-    void *stage_data;                   /* a later stage's per-thread extras, if any */
+    size_t capacity_bytes;              /* stage 4: sum of max_length x size: what the lists may hold */
+    size_t share_bytes;                 /* stage 4: this thread's part of the thread-cache budget */
 } tc_cache;
 
 /* The calling thread's cache. Never NULL: a thread starts out pointing at
