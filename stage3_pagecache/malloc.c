@@ -183,13 +183,15 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
     free_small_slow(ptr, cls);
 }
 
-static HC_NOINLINE void free_unsized_slow(void *ptr, hc_span *span) {
+/* What hc_free's fast path does not take: NULL, a large block, or an
+ * invalid pointer. */
+static HC_NOINLINE void free_unsized_slow(void *ptr) {
     if (ptr == NULL)
         return;
-    if (span == NULL || span->state != SPAN_SMALL)
-        large_free(large_span_of(ptr, "free(): invalid pointer"));
-    else
-        invalid_pointer("free(): invalid pointer", ptr); /* inside a small object */
+    hc_span *span = pc_span_of(ptr);
+    if (span != NULL && span->state == SPAN_SMALL)
+        invalid_pointer("free(): invalid pointer", ptr); /* not the start of an object */
+    large_free(large_span_of(ptr, "free(): invalid pointer"));
 }
 
 /* ---- Fast paths ----------------------------------------------------------------
@@ -198,8 +200,8 @@ static HC_NOINLINE void free_unsized_slow(void *ptr, hc_span *span) {
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.
  * hc_free, new here, pays for the page map instead of the size: three
- * dependent loads down the radix tree, the span's state, bounds and class
- * (one cache line), a multiply to check that ptr starts an object, then the
+ * dependent loads down the radix tree, the span's state and class (one cache
+ * line), a multiply that checks ptr starts an object of that span, then the
  * same push. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
@@ -227,7 +229,10 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
 }
 
 HC_EXPORT void hc_free(void *ptr) {
-    hc_span *span = pc_span_of(ptr);
+    /* The raw page-map entry, not pc_span_of: for a small span the object
+     * check below is also the bounds check (span.h), so a stale entry that
+     * names some other span is rejected without comparing page ranges. */
+    hc_span *span = pm_lookup(span_page_of(ptr));
     if (HC_LIKELY(span != NULL && span->state == SPAN_SMALL && span_object_index(span, ptr) >= 0)) {
         unsigned cls = span->size_class;
         note_free_unsized(ptr, span);
@@ -236,7 +241,7 @@ HC_EXPORT void hc_free(void *ptr) {
         free_small_slow(ptr, cls);
         return;
     }
-    free_unsized_slow(ptr, span);
+    free_unsized_slow(ptr);
 }
 
 /* ---- The rest of the API ----------------------------------------------------------- */

@@ -82,7 +82,9 @@ HC_INLINE int span_covers(const hc_span *s, uintptr_t page) {
 }
 
 /* Index of the object at `p` in a SPAN_SMALL span, or -1 if p is not the
- * start of one (an interior pointer, or the unused tail of the span).
+ * start of one (an interior pointer, the unused tail of the span, or any
+ * address outside the span: index < object_count and index * size == offset
+ * imply offset < object_count * size, so this is a bounds check too).
  * offset * ceil(2^32/size) >> 32 is exactly offset/size whenever offset is a
  * multiple of size below 2^32 (the rounding error stays under one); for any
  * other offset the result times size cannot equal offset, so the check after
