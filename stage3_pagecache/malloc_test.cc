@@ -186,7 +186,7 @@ TEST(Malloc, StatsFillEveryField) {
     hc_thread_flush();                                // those 10 to the central cache
     for (int i = 10; i < 20; i++) hc_free(small[i]);  // these into this thread's cache
     hc_stats s = Stats();
-    EXPECT_GE(s.bytes_in_use, 980 * 48 + (1 << 20));
+    EXPECT_GE(s.bytes_in_use, 980u * 48u + (1u << 20));
     EXPECT_GT(s.thread_cache_bytes, 0u);
     EXPECT_GT(s.central_cache_bytes, 0u) << "the rest of the spans the 48-byte objects came from";
     EXPECT_GT(s.page_cache_free_bytes, 0u);
