@@ -29,7 +29,8 @@ typedef struct tc_cache {
     char *chunk_end;
     size_t capacity_bytes;              /* stage 4: sum of max_length x size: what the lists may hold */
     size_t share_bytes;                 /* stage 4: this thread's part of the thread-cache budget */
-} tc_cache;
+} HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
+                              * belong to different threads, and must not share one */
 
 /* The calling thread's cache. Never NULL: a thread starts out pointing at
  * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
@@ -44,16 +45,20 @@ extern tc_cache tc_sentinel;
  * instruction listing). */
 
 HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
+    /* LAB BEGIN: fast_path_pop */
     return fl_pop(&tc->lists[cls]);
+    /* LAB END: fast_path_pop */
 }
 
 /* Returns 0 (and does nothing) when the list is at its limit. */
 HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
+    /* LAB BEGIN: fast_path_push */
     hc_free_list *list = &tc->lists[cls];
     if (HC_UNLIKELY(list->length >= list->max_length))
         return 0;
     fl_push(list, obj);
     return 1;
+    /* LAB END: fast_path_push */
 }
 
 /* ---- Slow path (thread_cache.c of each stage) ----------------------------- */

@@ -66,6 +66,7 @@ static uint32_t cc_carve_new_span(unsigned cls, void **first, void **last) {
 }
 
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
+    /* LAB BEGIN: central_fetch */
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
     uint32_t got = fl_pop_range(&bucket->objects, want, first, last);
@@ -87,13 +88,16 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
         hc_lock_release(&bucket->lock);
     }
     return got;
+    /* LAB END: central_fetch */
 }
 
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
+    /* LAB BEGIN: central_return */
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
     fl_push_range(&bucket->objects, first, last, n);
     hc_lock_release(&bucket->lock);
+    /* LAB END: central_return */
 }
 
 void cc_collect_stats(hc_stats *out) {

@@ -64,14 +64,17 @@ tc_cache *tc_get_or_create(void) {
 /* Slow start: the limit grows by one per refill until it reaches a batch,
  * then by a batch per refill until the cap. */
 static void tc_grow_limit(hc_free_list *list, unsigned cls) {
+    /* LAB BEGIN: slow_start */
     uint32_t batch = sc_batch(cls), cap = tc_list_cap(cls);
     if (list->max_length < batch)
         list->max_length++;
     else if (list->max_length < cap)
         list->max_length = list->max_length + batch < cap ? list->max_length + batch : cap;
+    /* LAB END: slow_start */
 }
 
 void *tc_refill(tc_cache *tc, unsigned cls) {
+    /* LAB BEGIN: refill_from_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
     void *first, *last;
@@ -82,6 +85,7 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
     if (got > 1)
         fl_push_range(list, fl_next(first), last, got - 1);
     return first;
+    /* LAB END: refill_from_central */
 }
 
 /* Gives up to `n` objects of lists[cls] back to the central cache. */
@@ -93,6 +97,7 @@ static void tc_release(tc_cache *tc, unsigned cls, uint32_t n) {
 }
 
 void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
+    /* LAB BEGIN: overflow_to_central */
     hc_free_list *list = &tc->lists[cls];
     fl_push(list, obj);
     /* A list that keeps overflowing is a thread that frees more than it
@@ -100,6 +105,7 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
      * by a little more than the limit does not return a batch every time. */
     tc_grow_limit(list, cls);
     tc_release(tc, cls, sc_batch(cls));
+    /* LAB END: overflow_to_central */
 }
 
 void tc_free_without_cache(void *obj, unsigned cls) {
