@@ -34,10 +34,6 @@
 #define HC_STRINGIFY_(x) #x
 #define HC_STRINGIFY(x) HC_STRINGIFY_(x)
 
-static HC_NOINLINE void invalid_pointer(const char *what, const void *ptr) {
-    hc_fatal_pointer(what, ptr);
-}
-
 /* ---- Debug checks: one bit per small object handed out -------------------------
  * Release builds compile these to the track.h hooks alone. The bits are
  * atomic because neighbours in one span are allocated and freed by
@@ -127,7 +123,7 @@ static void *large_alloc(size_t size, size_t align_pages) {
 static hc_span *large_span_of(void *ptr, const char *what) {
     hc_span *span = pc_span_of(ptr);
     if (span == NULL || span->state != SPAN_LARGE || span_start(span) != (char *)ptr)
-        invalid_pointer(what, ptr);
+        hc_fatal_pointer(what, ptr);
     return span;
 }
 
@@ -190,7 +186,7 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
         return;
     hc_span *span = pc_span_of(ptr);
     if (span != NULL && span->state == SPAN_SMALL)
-        invalid_pointer("free(): invalid pointer", ptr); /* not the start of an object */
+        hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
     large_free(large_span_of(ptr, "free(): invalid pointer"));
 }
 
@@ -272,7 +268,7 @@ static hc_span *block_span(void *ptr, const char *what) {
     hc_span *span = pc_span_of(ptr);
     if (span != NULL && span->state == SPAN_SMALL) {
         if (span_object_index(span, ptr) < 0)
-            invalid_pointer(what, ptr);
+            hc_fatal_pointer(what, ptr);
         return span;
     }
     return large_span_of(ptr, what);
