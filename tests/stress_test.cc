@@ -105,13 +105,18 @@ void Worker(int id, int nthreads, size_t ops, uint64_t seed, std::vector<Mailbox
                 std::vector<unsigned char> before(static_cast<unsigned char *>(b.ptr),
                                                   static_cast<unsigned char *>(b.ptr) + keep);
                 void *q = hc_realloc(b.ptr, size);
-                if (q == nullptr) {
+                if (size == 0) {
+                    // realloc(p, 0) frees p and returns NULL, as glibc's does (hcmalloc.h).
+                    if (q != nullptr) ADD_FAILURE() << "hc_realloc(p, 0) returned " << q;
+                    totals->verified++;
+                } else if (q == nullptr) {
                     ADD_FAILURE() << "hc_realloc failed";
                     return;
+                } else {
+                    if (keep && memcmp(q, before.data(), keep) != 0) ADD_FAILURE() << "realloc lost contents";
+                    hc_test::FillPattern(q, size);
+                    live.push_back({q, size});
                 }
-                if (keep && memcmp(q, before.data(), keep) != 0) ADD_FAILURE() << "realloc lost contents";
-                hc_test::FillPattern(q, size);
-                live.push_back({q, size});
             } else {
                 FreeVerified(b, can_unsized && roll % 3 == 0, totals);
             }
