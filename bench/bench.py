@@ -50,12 +50,12 @@ LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib/x86
 DEFAULT_THREADS = [1, 2, 4, 8]
 MAX_THREADS = 16
 DEFAULT_REPS = 5
-QUICK_SCALE = 0.05
-# A run stops at this many seconds (times --scale, but never below a quarter:
+QUICK_SCALE = 0.03
+# A run stops at this many seconds (times --scale, but never below 0.15:
 # the first touches of fresh memory need that long to amortise) even if its
 # work is not done, and reports the pairs it did: see bench_driver.c.
 MAX_SECONDS_AT_SCALE_1 = 2.0
-MIN_TIME_LIMIT_SCALE = 0.25
+MIN_TIME_LIMIT_SCALE = 0.15
 # --callgrind: pairs in the measured loop (after a 1,000-pair warm-up).
 DEFAULT_CALLGRIND_ITERS = 1_000_000
 

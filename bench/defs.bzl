@@ -62,7 +62,7 @@ opt_file = rule(
 )
 
 def bench_allocators(name, stages, preload_libs):
-    """Declares the drivers, a manifest of them, and `name`, both together.
+    """Declares the drivers, their manifest, and `name`: both, for bench.py's data.
 
     Creates :driver_malloc (calls malloc/free: glibc, or a peer or a drop-in
     library by LD_PRELOAD), :driver_<stage> for each stage package, and
@@ -70,7 +70,7 @@ def bench_allocators(name, stages, preload_libs):
     one line per allocator: name, kind (driver | preload), runfiles path.
 
     Args:
-      name: the manifest target.
+      name: the filegroup of the manifest and every file it names.
       stages: stage packages, each with a :hcmalloc cc_library.
       preload_libs: {allocator name: label of a malloc drop-in .so}.
     """

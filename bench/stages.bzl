@@ -14,6 +14,8 @@ so its unsized free() is measured through the same calls glibc's is.
 BENCH_STAGES = [
     "stage1_threadcache",
     "stage2_centralcache",
+    "stage3_pagecache",
+    "stage4_reclaim",
 ]
 
 BENCH_PRELOAD_LIBS = {
