@@ -297,7 +297,15 @@ def write_chart(path, results, workloads, threads, allocators, machine):
     colour = colours(allocators)
     width, panel_h = 980, 300
     left, right, top, bottom = 70, 20, 50, 45
-    legend_h = 30
+    # The legend: one swatch per allocator, wrapped to the chart's width.
+    legend, x, row = [], left, 0
+    for a in allocators:
+        step = 30 + 7 * len(a.name)
+        if x + step > width - right and x > left:
+            x, row = left, row + 1
+        legend.append((a, x, row))
+        x += step
+    legend_h = 10 + 20 * (row + 1)
     machine_lines = machine.split("; ")  # the hardware, then how busy it was
     title_h = 34 + 16 * len(machine_lines)
     height = title_h + legend_h + panel_h * len(workloads) + 10
@@ -308,11 +316,10 @@ def write_chart(path, results, workloads, threads, allocators, machine):
            'malloc+free pair as a ratio to glibc (log scale; below 1 is faster)</text>' % left]
     for n, text in enumerate(machine_lines):
         out.append('<text x="%d" y="%d" fill="#555">%s</text>' % (left, 40 + 16 * n, esc(text)))
-    x = left
-    for a in allocators:
-        out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (x, title_h + 4, colour[a.name]))
-        out.append('<text x="%d" y="%d">%s</text>' % (x + 16, title_h + 14, esc(a.name)))
-        x += 30 + 7 * len(a.name)
+    for a, x, row in legend:
+        y = title_h + 4 + 20 * row
+        out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (x, y, colour[a.name]))
+        out.append('<text x="%d" y="%d">%s</text>' % (x + 16, y + 10, esc(a.name)))
     for i, wl in enumerate(workloads):
         y0 = title_h + legend_h + i * panel_h
         rows = results.get(wl, {})
