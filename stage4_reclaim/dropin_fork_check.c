@@ -1,7 +1,8 @@
 /* stage4_reclaim/dropin_fork_check.c — fork while other threads allocate.
  * Run by dropin_fork_test.sh under LD_PRELOAD=libhcmalloc.so.
  *
- * Four threads malloc and free without pause; the main thread forks
+ * Three threads malloc and free without pause (yielding now and then, so
+ * the forking thread gets the CPU on a two-core machine); the main thread forks
  * FORK_ROUNDS times. Each child allocates (small, large, aligned, from a
  * new thread of its own) and exits through exit(), so destructors run too.
  * Without the atfork handlers a child would inherit a lock some parent
@@ -9,6 +10,7 @@
  * child's alarm turns that hang into a failure instead of a stuck test. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,14 +20,16 @@
 #include <unistd.h>
 
 #define FORK_ROUNDS 200
-#define WORKERS 4
+#define WORKERS 3
 
 static atomic_int stop;
 
 static void *churn(void *arg) {
     unsigned seed = (unsigned)(uintptr_t)arg;
     void *held[64] = {0};
-    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+    for (unsigned long op = 1; !atomic_load_explicit(&stop, memory_order_relaxed); op++) {
+        if (op % 1024 == 0)
+            sched_yield();
         seed = seed * 1103515245u + 12345u;
         unsigned slot = (seed >> 8) % 64;
         free(held[slot]);
