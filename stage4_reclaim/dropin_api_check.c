@@ -1,6 +1,6 @@
 /* stage4_reclaim/dropin_api_check.c — the API contract (tests/conformance_test.cc)
  * and glibc's extras, checked through the C malloc names of whatever
- * allocator the process runs on. Run by dropin_api_test.sh under
+ * allocator the process runs on. Run by :dropin_api_test under
  * LD_PRELOAD=libhcmalloc.so; it first proves hcmalloc is the one answering.
  * Plain C, no test framework: the framework would allocate too, and this
  * program is about exactly which allocator sees which call.

@@ -1,5 +1,5 @@
 // stage4_reclaim/dropin_new_check.cc — operator new/delete in every form,
-// through whatever allocator the process runs on; dropin_api_test.sh runs it
+// through whatever allocator the process runs on; :dropin_api_test runs it
 // under LD_PRELOAD=libhcmalloc.so. Checks that the operators resolve into
 // libhcmalloc.so, that aligned new is aligned, and the failure contract:
 // std::bad_alloc, the new_handler loop, nullptr from nothrow.

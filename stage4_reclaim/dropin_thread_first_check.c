@@ -1,5 +1,5 @@
 /* stage4_reclaim/dropin_thread_first_check.c — the recursion trap.
- * Run by dropin_api_test.sh under LD_PRELOAD=libhcmalloc.so.
+ * Run by dropin_run_checks.sh (:dropin_api_test) under LD_PRELOAD=libhcmalloc.so.
  *
  * Built twice: preloaded (dropin_api_test), and linked with dropin.c and
  * the allocator into the executable itself (HC_LINKED_IN, its own test).
