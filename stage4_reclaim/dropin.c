@@ -4,8 +4,8 @@
  * Layer: above the public API; touches nothing but hc_* and the options.
  * Every function here is a thin translation from glibc's contract to
  * hcmalloc's (errno, alignment rules, what 0 means). Nothing here may call
- * malloc: these functions ARE malloc, so a libc call that allocates (stdio,
- * getenv is fine) would recurse into itself.
+ * malloc: these functions ARE malloc, so a libc call that allocates (stdio
+ * does; getenv and write do not) would recurse into itself.
  * See docs/dropin.md. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include "common/compiler.h"
 #include "common/hcmalloc.h"
 #include "stage4_reclaim/options.h"
-#include "stage4_reclaim/reclaim.h"
 
 /* The system page: what valloc/pvalloc promise, whatever HC_PAGE_SIZE is. */
 static size_t system_page_size(void) {
