@@ -1,7 +1,8 @@
 /* stage4_reclaim/dropin.c — the drop-in library: the C malloc family on top
  * of the hc_* API, built into libhcmalloc.so (LD_PRELOAD or -lhcmalloc).
  *
- * Layer: above the public API; touches nothing but hc_* and the options.
+ * Layer: above the public API; touches nothing but hc_*, the options and
+ * the stats report.
  * Every function here is a thin translation from glibc's contract to
  * hcmalloc's (errno, alignment rules, what 0 means). Nothing here may call
  * malloc: these functions ARE malloc, so a libc call that allocates (stdio
@@ -16,6 +17,7 @@
 #include "common/compiler.h"
 #include "common/hcmalloc.h"
 #include "stage4_reclaim/options.h"
+#include "stage4_reclaim/stats.h"
 
 /* The system page: what valloc/pvalloc promise, whatever HC_PAGE_SIZE is. */
 static size_t system_page_size(void) {
@@ -119,53 +121,13 @@ HC_EXPORT int malloc_trim(size_t pad) {
     return 1;
 }
 
-/* ---- Stats report ----------------------------------------------------------
- * Written with write(2) and our own number formatting: stdio allocates. */
-
-static size_t format_line(char *out, const char *label, size_t value) {
-    size_t n = 0;
-    while (*label) out[n++] = *label++;
-    char digits[24];
-    int d = 0;
-    do {
-        digits[d++] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value != 0);
-    while (d > 0) out[n++] = digits[--d];
-    out[n++] = '\n';
-    return n;
-}
-
-static void dropin_print_stats(int fd) {
-    hc_stats s;
-    hc_get_stats(&s);
-    char text[1024];
-    size_t n = 0;
-    n += format_line(text + n, "hcmalloc stats (", 0) - 2; /* drop the "0\n" */
-    for (const char *name = hc_stage_name(); *name; name++) text[n++] = *name;
-    text[n++] = ')';
-    text[n++] = '\n';
-    n += format_line(text + n, "  bytes_in_use          ", s.bytes_in_use);
-    n += format_line(text + n, "  thread_cache_bytes    ", s.thread_cache_bytes);
-    n += format_line(text + n, "  central_cache_bytes   ", s.central_cache_bytes);
-    n += format_line(text + n, "  page_cache_free_bytes ", s.page_cache_free_bytes);
-    n += format_line(text + n, "  released_bytes        ", s.released_bytes);
-    n += format_line(text + n, "  os_mapped_bytes       ", s.os_mapped_bytes);
-    n += format_line(text + n, "  metadata_bytes        ", s.metadata_bytes);
-    for (size_t done = 0; done < n;) {
-        ssize_t w = write(fd, text + done, n - done);
-        if (w <= 0) break;
-        done += (size_t)w;
-    }
-}
-
 /* glibc prints its arena report on stderr; ours is hcmalloc's. */
-HC_EXPORT void malloc_stats(void) { dropin_print_stats(STDERR_FILENO); }
+HC_EXPORT void malloc_stats(void) { hc_print_stats(STDERR_FILENO); }
 
 /* HCMALLOC_STATS=1: the report at exit. A destructor of the preloaded
  * library runs after the program's own destructors and atexit handlers,
  * so the report sees what the program left behind. */
 __attribute__((destructor)) static void dropin_report_at_exit(void) {
     if (hc_get_options()->print_stats_at_exit)
-        dropin_print_stats(STDERR_FILENO);
+        hc_print_stats(STDERR_FILENO);
 }

@@ -29,7 +29,7 @@ run() {
     HCMALLOC_STATS=1 LD_PRELOAD="$lib" "$@" <"$in" >"$work/$name.hc" 2>"$work/$name.hc.err"
     local hc_rc=$?
     local reports
-    reports=$(grep -c "^hcmalloc stats (stage4_reclaim)" "$work/$name.hc.err")
+    reports=$(grep -c "^hcmalloc (stage4_reclaim)" "$work/$name.hc.err")
     if [ "$plain_rc" -ne 0 ] || [ "$hc_rc" -ne 0 ]; then
         echo "FAIL $name: exit $plain_rc without, $hc_rc with hcmalloc"
         tail -5 "$work/$name.hc.err"
