@@ -1,5 +1,30 @@
-/* common/size_class.c — the one size-class computation that needs a loop. */
+/* common/size_class.c — the class table for small requests, and the one
+ * size-class computation that needs a loop. */
 #include "common/size_class.h"
+
+/* The class of a request of `s` bytes, 1 <= s <= 1024, as a constant
+ * expression (the table below is built by the compiler, not at run time, so
+ * the very first malloc of a process can use it). It spells out sc_index()
+ * for k = 8 (257..512) and k = 9 (513..1024); size_class_test checks that
+ * the two agree for every size. */
+#define SC_CLASS_OF(s)                          \
+    ((s) <= 8     ? 1                           \
+     : (s) <= 256 ? (((s) + 15) >> 4) + 1       \
+     : (s) <= 512 ? 10 + (((s) - 1) >> 5)       \
+                  : 18 + (((s) - 1) >> 6))
+
+/* Entry i serves sizes 8i+1 .. 8i+8, whose class is that of 8i+8. */
+#define SC_ENTRY(i) SC_CLASS_OF(8 * (i) + 8)
+#define SC_ROW(i)                                                     \
+    SC_ENTRY(i), SC_ENTRY(i + 1), SC_ENTRY(i + 2), SC_ENTRY(i + 3),   \
+    SC_ENTRY(i + 4), SC_ENTRY(i + 5), SC_ENTRY(i + 6), SC_ENTRY(i + 7)
+
+const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8] = {
+    SC_ROW(0),   SC_ROW(8),   SC_ROW(16),  SC_ROW(24),
+    SC_ROW(32),  SC_ROW(40),  SC_ROW(48),  SC_ROW(56),
+    SC_ROW(64),  SC_ROW(72),  SC_ROW(80),  SC_ROW(88),
+    SC_ROW(96),  SC_ROW(104), SC_ROW(112), SC_ROW(120),
+};
 
 size_t sc_span_pages(unsigned cls) {
     size_t size = sc_size(cls);

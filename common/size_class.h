@@ -37,11 +37,21 @@
 #define HC_MAX_BATCH       32
 #define HC_MIN_BATCH       2
 
-/* Class index of a request of 1..HC_MAX_SMALL_SIZE bytes. Branch-light: the
- * common small case is one add, one shift and a compare. */
+/* Requests of 1..HC_TABLE_MAX_SIZE bytes, the ones programs make most, find
+ * their class with one table load: sc_table[(size - 1) / 8]. */
+#define HC_TABLE_MAX_SIZE 1024
+extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
+
+/* The class of a request of 1..HC_TABLE_MAX_SIZE bytes: one load. */
+HC_INLINE unsigned sc_index_small(size_t size) {
+    return sc_table[(size - 1) >> 3];
+}
+
+/* The class of a request of 1..HC_MAX_SMALL_SIZE bytes, in O(1): the table,
+ * or above it a count of leading zeros and a shift. */
 HC_INLINE unsigned sc_index(size_t size) {
-    if (HC_LIKELY(size <= 256))
-        return (unsigned)((size + 15) >> 4) + (size > 8);
+    if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE))
+        return sc_index_small(size);
     /* 2^k < size <= 2^(k+1); the 8 classes of this doubling are 2^(k-3) apart. */
     unsigned k = 63u - (unsigned)__builtin_clzl(size - 1);
     return 17u + (k - 8u) * 8u + (unsigned)((size - 1) >> (k - 3u)) - 7u;

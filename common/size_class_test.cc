@@ -18,6 +18,21 @@ TEST(SizeClass, EveryRequestGetsTheSmallestClassThatFits) {
     }
 }
 
+TEST(SizeClass, TableAgreesWithTheArithmetic) {
+    // sc_index_small reads the table; the arithmetic below is the definition.
+    for (size_t size = 1; size <= HC_TABLE_MAX_SIZE; size++) {
+        unsigned want;
+        if (size <= 256) {
+            want = (unsigned)((size + 15) >> 4) + (size > 8);
+        } else {
+            unsigned k = 63u - (unsigned)__builtin_clzl(size - 1);
+            want = 17u + (k - 8u) * 8u + (unsigned)((size - 1) >> (k - 3u)) - 7u;
+        }
+        ASSERT_EQ(sc_index_small(size), want) << size;
+        ASSERT_EQ(sc_index(size), want) << size;
+    }
+}
+
 TEST(SizeClass, WasteIsAtMostOneEighthFrom256Up) {
     for (size_t size = 256; size <= HC_MAX_SMALL_SIZE; size++) {
         size_t waste = sc_size(sc_index(size)) - size;

@@ -93,14 +93,18 @@ static HC_NOINLINE void free_slow(void *ptr, size_t size) {
 }
 
 /* ---- Fast paths ----------------------------------------------------------------
- * malloc: TLS load, range check, class, pop. free: the same, and push.
- * `size - 1 < HC_MAX_SMALL_SIZE` is one compare that sends both size 0 and
- * large sizes to the slow path. */
+ * Requests of 1..1024 bytes (HC_TABLE_MAX_SIZE) that hit the thread cache
+ * never leave these two functions. `size - 1 < HC_TABLE_MAX_SIZE` is one
+ * unsigned compare that also sends size 0 (which wraps) to the slow path;
+ * tc_current is never NULL (the sentinel), so there is no check for it.
+ * malloc: TLS load, compare, table load, pop. free: the same, a NULL check,
+ * the limit check, push. Bigger small sizes take the slow path's first step,
+ * which still serves them from the thread cache without a lock. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
     tc_cache *tc = tc_current;
-    if (HC_LIKELY(size - 1 < HC_MAX_SMALL_SIZE && tc != NULL)) {
-        void *obj = tc_try_alloc(tc, sc_index(size));
+    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
+        void *obj = tc_try_alloc(tc, sc_index_small(size));
         if (HC_LIKELY(obj != NULL)) {
             track_alloc(obj, size, 0);
             return obj;
@@ -112,8 +116,8 @@ HC_EXPORT void *hc_malloc(size_t size) {
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     track_free(ptr, size); /* from here on only the free list may touch it */
     tc_cache *tc = tc_current;
-    if (HC_LIKELY(size - 1 < HC_MAX_SMALL_SIZE && tc != NULL && ptr != NULL)) {
-        if (HC_LIKELY(tc_try_free(tc, sc_index(size), ptr)))
+    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
+        if (HC_LIKELY(tc_try_free(tc, sc_index_small(size), ptr)))
             return;
     }
     free_slow(ptr, size);

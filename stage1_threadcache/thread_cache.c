@@ -22,7 +22,8 @@
  * than one object of the class being refilled). */
 #define TC_CHUNK_BYTES ((size_t)1 << 20)
 
-HC_THREAD_LOCAL tc_cache *tc_current;
+tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
+HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
 
 static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
 
@@ -32,8 +33,9 @@ static hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
 static tc_cache *tc_registry;
 
 tc_cache *tc_get_or_create(void) {
+    /* LAB BEGIN: create_cache */
     tc_cache *tc = tc_current;
-    if (HC_LIKELY(tc != NULL))
+    if (HC_LIKELY(tc != &tc_sentinel))
         return tc;
     tc = pool_alloc(&tc_cache_pool); /* zeroed: every list empty */
     if (tc == NULL)
@@ -46,12 +48,14 @@ tc_cache *tc_get_or_create(void) {
     hc_lock_release(&tc_registry_lock);
     tc_current = tc;
     return tc;
+    /* LAB END: create_cache */
 }
 
 /* Carves up to sc_batch(cls) objects from the thread's chunk, mapping a fresh
  * chunk when not even one fits. Objects are linked in address order so that
  * consecutive mallocs return neighbouring memory. */
 void *tc_refill(tc_cache *tc, unsigned cls) {
+    /* LAB BEGIN: refill */
     size_t size = sc_size(cls);
     if ((size_t)(tc->chunk_end - tc->chunk_cursor) < size) {
         size_t chunk = TC_CHUNK_BYTES > size ? TC_CHUNK_BYTES : size;
@@ -78,6 +82,7 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
         fl_push_range(&tc->lists[cls], first + size, obj, n - 1);
     }
     return first;
+    /* LAB END: refill */
 }
 
 void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {

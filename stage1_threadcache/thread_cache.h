@@ -23,37 +23,48 @@
 typedef struct tc_cache {
     hc_free_list lists[HC_NUM_CLASSES]; /* lists[cls]: free objects of class cls */
     struct tc_cache *next_cache;        /* every live cache, for hc_get_stats */
+    struct tc_cache *prev_cache;        /* stage 4: so an exiting thread can unlink */
     size_t carved_bytes;                /* stage 1: bytes carved for this thread so far */
     char *chunk_cursor;                 /* stage 1: unused part of the thread's chunk */
     char *chunk_end;
-    void *stage_data;                   /* a later stage's per-thread extras, if any */
-} tc_cache;
+    size_t capacity_bytes;              /* stage 4: sum of max_length x size: what the lists may hold */
+    size_t share_bytes;                 /* stage 4: this thread's part of the thread-cache budget */
+} HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
+                              * belong to different threads, and must not share one */
 
-/* The calling thread's cache; NULL until its first slow-path call. */
+/* The calling thread's cache. Never NULL: a thread starts out pointing at
+ * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
+ * (max_length 0, so free overflows). Both misses lead to the slow path,
+ * which gives the thread a real cache; the fast path needs no NULL check. */
 extern HC_THREAD_LOCAL tc_cache *tc_current;
+extern tc_cache tc_sentinel;
 
 /* ---- Fast path ------------------------------------------------------------
- * A hit costs: one TLS load, the class computation, one load and one store of
- * the list head, the length update. The caller has checked 1 <= size <=
- * HC_MAX_SMALL_SIZE (one unsigned compare: size - 1 < HC_MAX_SMALL_SIZE). */
+ * A hit costs: one TLS load, one table load for the class, one load and one
+ * store of the list head, the length update (see docs/stage1.md for the
+ * instruction listing). */
 
 HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
+    /* LAB BEGIN: fast_path_pop */
     return fl_pop(&tc->lists[cls]);
+    /* LAB END: fast_path_pop */
 }
 
 /* Returns 0 (and does nothing) when the list is at its limit. */
 HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
+    /* LAB BEGIN: fast_path_push */
     hc_free_list *list = &tc->lists[cls];
     if (HC_UNLIKELY(list->length >= list->max_length))
         return 0;
     fl_push(list, obj);
     return 1;
+    /* LAB END: fast_path_push */
 }
 
 /* ---- Slow path (thread_cache.c of each stage) ----------------------------- */
 
-/* The calling thread's cache, created on first use; NULL if the OS refused
- * memory for it. */
+/* The calling thread's cache, created on first use (when tc_current is still
+ * the sentinel); NULL if the OS refused memory for it. */
 tc_cache *tc_get_or_create(void);
 
 /* lists[cls] is empty: fills it and returns one object, or NULL (ENOMEM). */

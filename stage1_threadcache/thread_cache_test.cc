@@ -13,6 +13,24 @@ extern "C" {
 
 namespace {
 
+TEST(ThreadCache, ANewThreadStartsOnTheSentinel) {
+    std::thread([] {
+        EXPECT_EQ(tc_current, &tc_sentinel);
+        void *p = hc_malloc(24);
+        ASSERT_NE(p, nullptr);
+        EXPECT_NE(tc_current, &tc_sentinel) << "the first miss gives the thread a cache";
+        hc_free_sized(p, 24);
+    }).join();
+    std::thread([] {
+        // A thread whose first call is a free (of another thread's object).
+        EXPECT_EQ(tc_current, &tc_sentinel);
+    }).join();
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        EXPECT_EQ(tc_sentinel.lists[cls].head, nullptr) << "the sentinel is never written";
+        EXPECT_EQ(tc_sentinel.lists[cls].max_length, 0u);
+    }
+}
+
 TEST(ThreadCache, FreeThenMallocReturnsTheSameObject) {
     void *p = hc_malloc(40);
     ASSERT_NE(p, nullptr);
@@ -27,7 +45,7 @@ TEST(ThreadCache, RefillCarvesOneBatchOfNeighbours) {
         char *first = static_cast<char *>(hc_malloc(96));
         ASSERT_NE(first, nullptr);
         tc_cache *tc = tc_current;
-        ASSERT_NE(tc, nullptr);
+        ASSERT_NE(tc, &tc_sentinel);
         EXPECT_EQ(tc->lists[cls].length, sc_batch(cls) - 1) << "a refill brings one batch";
         for (unsigned i = 1; i < sc_batch(cls); i++) {
             char *next = static_cast<char *>(hc_malloc(96));
@@ -45,7 +63,7 @@ TEST(ThreadCache, EachThreadHasItsOwnCache) {
             objs[i] = hc_malloc(64);
             caches[i] = tc_current;
         }).join();
-    EXPECT_NE(caches[0], nullptr);
+    EXPECT_NE(caches[0], &tc_sentinel);
     EXPECT_NE(caches[0], caches[1]);
     EXPECT_NE(objs[0], objs[1]);
 }

@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 # One line per stage: its allocator library.
 stages=(
     //stage1_threadcache:hcmalloc
+    //stage2_centralcache:hcmalloc
 )
 
 runs=${HC_FUZZ_RUNS:-10000}

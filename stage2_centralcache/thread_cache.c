@@ -1,0 +1,135 @@
+/* stage2_centralcache/thread_cache.c — layer 1's slow path, now backed by
+ * the central cache (layer 2).
+ *
+ * What changed from stage 1 (diff this file against
+ * stage1_threadcache/thread_cache.c):
+ *   - an empty list is refilled with a batch fetched from the central cache,
+ *     not carved from a private chunk;
+ *   - each list has a limit (max_length) that starts at 1 and grows each
+ *     time the list runs dry (slow start): +1 per refill up to one batch,
+ *     then +1 batch per refill up to the class's cap;
+ *   - a free that finds its list at the limit gives a batch back, so memory
+ *     flows from threads that free to threads that allocate;
+ *   - hc_thread_flush() gives everything back.
+ * May touch: this thread's tc_cache; the central cache through cc_*. */
+#include "stage1_threadcache/thread_cache.h"
+
+#include <errno.h>
+
+#include "common/lock.h"
+#include "common/pool.h"
+#include "stage2_centralcache/central_cache.h"
+
+/* A list never holds more than this many bytes of objects (nor fewer than
+ * one batch, nor more than TC_MAX_LIST_LENGTH objects): a thread may keep
+ * 1 MiB of 8-byte objects, but only four 256 KiB ones. */
+#define TC_LIST_CAP_BYTES  ((size_t)1 << 20)
+#define TC_MAX_LIST_LENGTH 8192u
+
+tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
+HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
+
+static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
+
+/* Every cache ever created, so hc_get_stats can add them up. Caches of
+ * exited threads stay here with their objects until stage 4. */
+static hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
+static tc_cache *tc_registry;
+
+/* The most objects class `cls`'s list may grow to. */
+static uint32_t tc_list_cap(unsigned cls) {
+    size_t cap = TC_LIST_CAP_BYTES / sc_size(cls);
+    if (cap > TC_MAX_LIST_LENGTH) cap = TC_MAX_LIST_LENGTH;
+    if (cap < sc_batch(cls)) cap = sc_batch(cls);
+    return (uint32_t)cap;
+}
+
+tc_cache *tc_get_or_create(void) {
+    tc_cache *tc = tc_current;
+    if (HC_LIKELY(tc != &tc_sentinel))
+        return tc;
+    tc = pool_alloc(&tc_cache_pool); /* zeroed: every list empty */
+    if (tc == NULL)
+        return NULL;
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
+        tc->lists[cls].max_length = 1; /* slow start: a class used once costs one object */
+    hc_lock_acquire(&tc_registry_lock);
+    tc->next_cache = tc_registry;
+    tc_registry = tc;
+    hc_lock_release(&tc_registry_lock);
+    tc_current = tc;
+    return tc;
+}
+
+/* Slow start: the limit grows by one per refill until it reaches a batch,
+ * then by a batch per refill until the cap. */
+static void tc_grow_limit(hc_free_list *list, unsigned cls) {
+    /* LAB BEGIN: slow_start */
+    uint32_t batch = sc_batch(cls), cap = tc_list_cap(cls);
+    if (list->max_length < batch)
+        list->max_length++;
+    else if (list->max_length < cap)
+        list->max_length = list->max_length + batch < cap ? list->max_length + batch : cap;
+    /* LAB END: slow_start */
+}
+
+void *tc_refill(tc_cache *tc, unsigned cls) {
+    /* LAB BEGIN: refill_from_central */
+    hc_free_list *list = &tc->lists[cls];
+    uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
+    void *first, *last;
+    uint32_t got = cc_fetch(cls, want, &first, &last);
+    if (got == 0)
+        return NULL; /* errno = ENOMEM from the OS layer */
+    tc_grow_limit(list, cls);
+    if (got > 1)
+        fl_push_range(list, fl_next(first), last, got - 1);
+    return first;
+    /* LAB END: refill_from_central */
+}
+
+/* Gives up to `n` objects of lists[cls] back to the central cache. */
+static void tc_release(tc_cache *tc, unsigned cls, uint32_t n) {
+    void *first, *last;
+    uint32_t taken = fl_pop_range(&tc->lists[cls], n, &first, &last);
+    if (taken > 0)
+        cc_return(cls, first, last, taken);
+}
+
+void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
+    /* LAB BEGIN: overflow_to_central */
+    hc_free_list *list = &tc->lists[cls];
+    fl_push(list, obj);
+    /* A list that keeps overflowing is a thread that frees more than it
+     * allocates: grow its limit slowly too, so a steady state that swings
+     * by a little more than the limit does not return a batch every time. */
+    tc_grow_limit(list, cls);
+    tc_release(tc, cls, sc_batch(cls));
+    /* LAB END: overflow_to_central */
+}
+
+void tc_free_without_cache(void *obj, unsigned cls) {
+    fl_set_next(obj, NULL);
+    cc_return(cls, obj, obj, 1);
+}
+
+void tc_flush_current(void) {
+    tc_cache *tc = tc_current;
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
+        tc_release(tc, cls, tc->lists[cls].length);
+}
+
+void tc_collect_stats(hc_stats *out) {
+    size_t cached = 0;
+    hc_lock_acquire(&tc_registry_lock);
+    for (tc_cache *tc = tc_registry; tc != NULL; tc = tc->next_cache) {
+        /* Other threads' lengths are read without their owners' help: a
+         * snapshot that may be a batch out of date, never a torn value. */
+        for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
+            cached += (size_t)__atomic_load_n(&tc->lists[cls].length, __ATOMIC_RELAXED) * sc_size(cls);
+    }
+    hc_lock_release(&tc_registry_lock);
+    cc_collect_stats(out);
+    out->thread_cache_bytes += cached;
+    out->bytes_in_use = out->bytes_in_use > cached ? out->bytes_in_use - cached : 0;
+}

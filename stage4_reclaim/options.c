@@ -1,0 +1,69 @@
+/* stage4_reclaim/options.c — environment variables, parsed without malloc. */
+#include "stage4_reclaim/options.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "common/fatal.h"
+
+static hc_options options;
+static pthread_once_t options_once = PTHREAD_ONCE_INIT;
+
+int hc_parse_size(const char *text, size_t *out) {
+    size_t value = 0;
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (value > (SIZE_MAX - (size_t)(*p - '0')) / 10)
+            return -1; /* overflow */
+        value = value * 10 + (size_t)(*p - '0');
+    }
+    unsigned shift = 0;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    default: break;
+    }
+    if (*p != '\0' || (shift && value > (SIZE_MAX >> shift)))
+        return -1;
+    *out = value << shift;
+    return 0;
+}
+
+/* Reads `name` into *value; keeps the default and warns if malformed. */
+static void read_size(const char *name, size_t *value) {
+    const char *text = getenv(name);
+    if (text == NULL)
+        return;
+    size_t parsed;
+    if (hc_parse_size(text, &parsed) == 0) {
+        *value = parsed;
+        return;
+    }
+    /* One line, built without stdio: "<name>: ignoring malformed value". */
+    char line[160];
+    size_t n = 0;
+    for (const char *s = name; *s && n < 100; s++) line[n++] = *s;
+    const char *tail = ": ignoring malformed value, using the default";
+    for (const char *s = tail; *s && n + 1 < sizeof line; s++) line[n++] = *s;
+    line[n] = '\0';
+    hc_warn(line);
+}
+
+static void options_init(void) {
+    size_t stats = 0;
+    options.max_total_thread_cache_bytes = HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES;
+    options.release_rate = HC_DEFAULT_RELEASE_RATE;
+    read_size("HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES", &options.max_total_thread_cache_bytes);
+    read_size("HCMALLOC_RELEASE_RATE", &options.release_rate);
+    read_size("HCMALLOC_STATS", &stats);
+    options.print_stats_at_exit = stats != 0;
+}
+
+const hc_options *hc_get_options(void) {
+    pthread_once(&options_once, options_init);
+    return &options;
+}

@@ -1,0 +1,132 @@
+// stage4_reclaim/thread_exit_test.cc — an exiting thread's cache comes back.
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "common/hcmalloc.h"
+#include "stage1_threadcache/thread_cache.h"
+#include "stage4_reclaim/reclaim.h"
+}
+
+namespace {
+
+hc_stats Stats() {
+    hc_stats s;
+    hc_get_stats(&s);
+    return s;
+}
+
+size_t LiveCaches() {
+    tc_budget_stats b;
+    tc_budget_snapshot(&b);
+    return b.live_caches;
+}
+
+// One short-lived thread: allocates a spread of sizes, frees them all (so
+// they sit in its cache), exits.
+void ShortLivedThread(unsigned seed) {
+    std::vector<std::pair<void *, size_t>> got;
+    for (int i = 0; i < 200; i++) {
+        size_t size = 8 + (seed * 7919u + i * 104729u) % 2000;
+        got.emplace_back(hc_malloc(size), size);
+    }
+    for (auto &[p, size] : got) hc_free_sized(p, size);
+}
+
+TEST(ThreadExit, ThousandShortLivedThreadsLeaveNothingCached) {
+    hc_free_sized(hc_malloc(16), 16);  // the main thread's own cache exists
+    size_t caches_before = LiveCaches();
+    for (int i = 0; i < 100; i++) std::thread(ShortLivedThread, i).join();
+    hc_stats after_100 = Stats();
+    for (int i = 100; i < 1000; i++) std::thread(ShortLivedThread, i).join();
+    hc_stats after_1000 = Stats();
+
+    EXPECT_EQ(LiveCaches(), caches_before) << "every exited thread's cache was reclaimed";
+    EXPECT_LT(after_1000.thread_cache_bytes, (size_t)256 << 10)
+        << "only the main thread's cache is left";
+    EXPECT_LE(after_1000.os_mapped_bytes, after_100.os_mapped_bytes + after_100.os_mapped_bytes / 10)
+        << "900 more threads did not grow the heap: their objects were reused";
+    std::printf("thread churn on %s: mapped %zu KiB after 100 threads, %zu KiB after 1000; "
+                "thread caches %zu bytes\n",
+                hc_stage_name(), after_100.os_mapped_bytes >> 10, after_1000.os_mapped_bytes >> 10,
+                after_1000.thread_cache_bytes);
+}
+
+TEST(ThreadExit, ObjectsCachedByAnExitingThreadAreReused) {
+    const size_t size = 4096;
+    std::vector<void *> ptrs(300);
+    std::thread([&] {
+        for (auto &p : ptrs) p = hc_malloc(size);
+        for (void *p : ptrs) hc_free_sized(p, size);  // now in this thread's cache
+    }).join();
+    hc_stats before = Stats();
+    std::thread([&] {
+        for (auto &p : ptrs) p = hc_malloc(size);
+    }).join();
+    EXPECT_EQ(Stats().os_mapped_bytes, before.os_mapped_bytes)
+        << "the second thread got the first one's objects, via the central cache";
+    for (void *p : ptrs) hc_free_sized(p, size);
+}
+
+// A key created after the allocator's runs its destructor after ours (glibc
+// runs them in key order); it allocates and frees into a thread whose cache
+// is already gone.
+pthread_key_t late_key;
+std::atomic<int> late_destructor_ran{0};
+void LateDestructor(void *) {
+    void *p = hc_malloc(100);
+    ASSERT_NE(p, nullptr);
+    memset(p, 1, 100);
+    hc_free_sized(p, 100);
+    void *q = hc_malloc(5000);
+    hc_free_sized(q, 5000);
+    late_destructor_ran++;
+}
+
+TEST(ThreadExit, DestructorsThatRunAfterOursMayStillAllocate) {
+    hc_free_sized(hc_malloc(16), 16);
+    ASSERT_EQ(pthread_key_create(&late_key, LateDestructor), 0);
+    size_t caches_before = LiveCaches();
+    for (int i = 0; i < 50; i++)
+        std::thread([] {
+            hc_free_sized(hc_malloc(64), 64);
+            pthread_setspecific(late_key, reinterpret_cast<void *>(1));
+        }).join();
+    EXPECT_EQ(late_destructor_ran.load(), 50);
+    EXPECT_EQ(LiveCaches(), caches_before) << "no cache was recreated and left behind";
+    pthread_key_delete(late_key);
+}
+
+TEST(ThreadExit, AThreadWhoseFirstCallIsAFreeGetsReclaimedToo) {
+    void *p = hc_malloc(256);
+    size_t caches_before = LiveCaches();
+    std::thread([p] { hc_free_sized(p, 256); }).join();
+    EXPECT_EQ(LiveCaches(), caches_before);
+}
+
+TEST(ThreadExit, TheMainThreadsCacheIsReclaimedWhenItCallsPthreadExit) {
+    // In a child process: main allocates, starts a watcher, and leaves with
+    // pthread_exit; the watcher sees main's cache gone.
+    EXPECT_EXIT(
+        {
+            for (int i = 0; i < 1000; i++) hc_free_sized(hc_malloc(48), 48);
+            static size_t caches_with_main;
+            caches_with_main = LiveCaches();
+            pthread_t watcher;
+            pthread_create(
+                &watcher, nullptr,
+                [](void *) -> void * {
+                    for (int i = 0; i < 1000 && LiveCaches() >= caches_with_main; i++) usleep(1000);
+                    _exit(LiveCaches() < caches_with_main ? 0 : 1);
+                },
+                nullptr);
+            pthread_exit(nullptr);
+        },
+        testing::ExitedWithCode(0), "");
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""tools/make_lab_test.py — the marker parsing of tools/make_lab.py, alone.
+
+Run by tools/lab_test.sh before the Bazel runs (python3 tools/make_lab_test.py).
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_lab  # noqa: E402
+
+SOURCE = """/* a layer */
+#include "stage9_x/x.h"
+#include "common/os.h"
+
+int answer(void) {
+    /* LAB BEGIN: answer */
+    return 42;
+    /* LAB END: answer */
+}
+
+void twice(int *p) {
+    /* LAB BEGIN: twice */
+    *p *= 2;
+    /* LAB END: twice */
+}
+"""
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def write(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+class MarkerTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_regions_are_found_with_their_lines(self):
+        path = write(self.dir.name, "x.c", SOURCE)
+        self.assertEqual(make_lab.regions(path), [("answer", 6, 8), ("twice", 12, 14)])
+
+    def test_strip_replaces_each_region_by_a_stop_and_includes_fatal_h(self):
+        path = write(self.dir.name, "x.c", SOURCE)
+        self.assertEqual(make_lab.strip(path, "stage9_x/x.c"), ["answer", "twice"])
+        text = read(path)
+        self.assertNotIn("return 42", text)
+        self.assertNotIn("*p *= 2", text)
+        self.assertNotIn("LAB BEGIN", text)
+        self.assertIn('    hc_fatal("lab: answer in stage9_x/x.c is not written yet");\n', text)
+        self.assertIn('#include "common/os.h"\n#include "common/fatal.h"\n', text)
+
+    def test_a_file_without_markers_is_left_alone(self):
+        path = write(self.dir.name, "y.c", "int y;\n")
+        self.assertEqual(make_lab.strip(path, "y.c"), [])
+        self.assertEqual(read(path), "int y;\n")
+
+    def test_bad_markers_are_errors(self):
+        bad = {
+            "unclosed": "/* LAB BEGIN: a */\nint a;\n",
+            "mismatched": "/* LAB BEGIN: a */\n/* LAB END: b */\n",
+            "nested": "/* LAB BEGIN: a */\n/* LAB BEGIN: b */\n/* LAB END: b */\n/* LAB END: a */\n",
+            "stray end": "/* LAB END: a */\n",
+            "malformed": "/* LAB BEGIN a */\n",
+        }
+        for what, text in bad.items():
+            with self.subTest(what):
+                path = write(self.dir.name, "bad.c", text)
+                with self.assertRaises(make_lab.LabError):
+                    make_lab.regions(path)
+
+    def test_every_stage_marker_in_the_repository_parses(self):
+        for stage in make_lab.stages():
+            for path in make_lab.stage_sources(os.path.join(make_lab.ROOT, stage)):
+                make_lab.regions(path)  # raises on a malformed pair
+
+    def test_a_lab_inside_the_repository_is_refused(self):
+        with self.assertRaises(make_lab.LabError):
+            make_lab.make_lab("stage1_threadcache", os.path.join(make_lab.ROOT, "lab_here"))
+
+
+if __name__ == "__main__":
+    unittest.main()
