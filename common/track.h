@@ -10,6 +10,7 @@
  * nothing, so the fast path's instruction count does not change.
  *
  *   track_alloc(p, size, zeroed)  block p of `size` bytes handed to the program
+ *                                 (NULL: nothing)
  *   track_free(p, size)           block p returned by the program (NULL: nothing)
  *   track_resize(p, old, new)     block p grown or shrunk in place (realloc)
  *   track_internal_begin(p, n)    the allocator is about to read/write n bytes

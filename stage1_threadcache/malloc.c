@@ -60,18 +60,18 @@ static void large_free(void *ptr, size_t size) {
 /* ---- Slow paths -------------------------------------------------------------- */
 
 static HC_NOINLINE void *malloc_slow(size_t size) {
+    if (size == 0)
+        size = 1; /* a unique, freeable pointer: the smallest class */
     if (size > HC_MAX_SMALL_SIZE)
         return large_alloc(size);
-    /* size 0: a unique, freeable pointer from the smallest class. */
-    unsigned cls = sc_index(size == 0 ? 1 : size);
+    unsigned cls = sc_index(size);
     tc_cache *tc = tc_get_or_create();
     if (tc == NULL)
         return NULL; /* errno = ENOMEM */
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
     if (obj == NULL)
         obj = tc_refill(tc, cls);
-    if (obj != NULL)
-        track_alloc(obj, size, 0);
+    track_alloc(obj, size, 0); /* NULL: nothing */
     return obj;
 }
 

@@ -52,7 +52,7 @@ static uint32_t cc_carve_new_span(unsigned cls, void **first, void **last) {
     char *span = os_map(span_bytes);
     if (span == NULL)
         return 0;
-    track_internal_end(span, span_bytes); /* a checker sees no object in it until one is handed out */
+    track_internal_end(span, span_bytes); /* no object in it is handed out yet */
     uint32_t count = (uint32_t)(span_bytes / size);
     char *obj = span;
     for (uint32_t i = 0; i + 1 < count; i++, obj += size)
