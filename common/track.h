@@ -12,7 +12,8 @@
  *   track_alloc(p, size, zeroed)  block p of `size` bytes handed to the program
  *                                 (NULL: nothing)
  *   track_free(p, size)           block p returned by the program (NULL: nothing)
- *   track_resize(p, old, new)     block p grown or shrunk in place (realloc)
+ *   track_resize(p, slot, size)   block p, in a slot of `slot` bytes, now holds
+ *                                 `size` bytes, contents kept (realloc in place)
  *   track_internal_begin(p, n)    the allocator is about to read/write n bytes
  *                                 of memory the program may not touch (a free
  *                                 object's free-list link), or gives it back
@@ -78,8 +79,13 @@ HC_INLINE void track_free(void *p, size_t size) {
     (void)size;
     VALGRIND_FREELIKE_BLOCK(p, 0); /* ignored for NULL */
 }
-HC_INLINE void track_resize(void *p, size_t old_size, size_t new_size) {
-    VALGRIND_RESIZEINPLACE_BLOCK(p, old_size, new_size, 0);
+/* memcheck's own resize request wants the exact size the block was announced
+ * with, which an unsized realloc does not know: the block is announced anew,
+ * its bytes defined (a grown tail's garbage then goes unreported). */
+HC_INLINE void track_resize(void *p, size_t slot, size_t size) {
+    (void)slot;
+    VALGRIND_FREELIKE_BLOCK(p, 0);
+    VALGRIND_MALLOCLIKE_BLOCK(p, size, 0, 1);
 }
 HC_INLINE void track_internal_begin(void *p, size_t n) { VALGRIND_MAKE_MEM_DEFINED(p, n); }
 HC_INLINE void track_internal_end(void *p, size_t n) { VALGRIND_MAKE_MEM_NOACCESS(p, n); }
@@ -101,11 +107,9 @@ HC_INLINE void track_alloc(void *p, size_t size, int zeroed) {
 HC_INLINE void track_free(void *p, size_t size) {
     if (p != NULL) ASAN_POISON_MEMORY_REGION(p, track_granules(size));
 }
-HC_INLINE void track_resize(void *p, size_t old_size, size_t new_size) {
-    if (new_size < old_size)
-        ASAN_POISON_MEMORY_REGION((char *)p + new_size, track_granules(old_size) - new_size);
-    else
-        ASAN_UNPOISON_MEMORY_REGION(p, new_size);
+HC_INLINE void track_resize(void *p, size_t slot, size_t size) {
+    ASAN_POISON_MEMORY_REGION(p, track_granules(slot));
+    ASAN_UNPOISON_MEMORY_REGION(p, size);
 }
 HC_INLINE void track_internal_begin(void *p, size_t n) { ASAN_UNPOISON_MEMORY_REGION(p, n); }
 HC_INLINE void track_internal_end(void *p, size_t n) { ASAN_POISON_MEMORY_REGION(p, n); }
@@ -114,7 +118,7 @@ HC_INLINE void track_internal_end(void *p, size_t n) { ASAN_POISON_MEMORY_REGION
 /* ---- No checker: nothing at all ----------------------------------------------- */
 HC_INLINE void track_alloc(void *p, size_t size, int zeroed) { (void)p; (void)size; (void)zeroed; }
 HC_INLINE void track_free(void *p, size_t size) { (void)p; (void)size; }
-HC_INLINE void track_resize(void *p, size_t old_size, size_t new_size) { (void)p; (void)old_size; (void)new_size; }
+HC_INLINE void track_resize(void *p, size_t slot, size_t size) { (void)p; (void)slot; (void)size; }
 HC_INLINE void track_internal_begin(void *p, size_t n) { (void)p; (void)n; }
 HC_INLINE void track_internal_end(void *p, size_t n) { (void)p; (void)n; }
 #endif

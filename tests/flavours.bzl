@@ -157,3 +157,7 @@ flavour_test = rule(
 def tsan_test(name, binary, test_env = {}, **kwargs):
     """Runs `binary` built with -fsanitize=thread (and everything it links)."""
     flavour_test(name = name, flavour = "tsan", binary = binary, test_env = test_env, **kwargs)
+
+def debug_test(name, binary, test_env = {}, **kwargs):
+    """Runs `binary` built as --config=debug builds it (-O0, HC_DEBUG=1)."""
+    flavour_test(name = name, flavour = "debug", binary = binary, test_env = test_env, **kwargs)

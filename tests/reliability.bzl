@@ -20,7 +20,7 @@ tools/fuzz.sh runs the same fuzz target under libFuzzer (clang).
 
 load("//tests:flavours.bzl", "flavour_test")
 
-def hc_reliability_tests(stage, soak_seconds = 8):
+def hc_reliability_tests(stage, soak_seconds = 10):
     """Instantiates the reliability checks against `stage`.
 
     Args:

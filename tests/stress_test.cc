@@ -212,7 +212,9 @@ size_t ResidentBytes() {
 
 class Sampler {
    public:
-    Sampler() : start_(Clock::now()), thread_([this] { Loop(); }) {}
+    // Samples until `deadline`: later ones would show the workers' wind-down.
+    explicit Sampler(Clock::time_point deadline)
+        : start_(Clock::now()), deadline_(deadline), thread_([this] { Loop(); }) {}
     ~Sampler() { Stop(); }
     void Stop() {
         {
@@ -227,7 +229,8 @@ class Sampler {
    private:
     void Loop() {
         std::unique_lock<std::mutex> lock(mutex_);
-        while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+        while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; }) &&
+               Clock::now() < deadline_) {
             hc_stats stats;
             hc_get_stats(&stats);
             Sample s = {std::chrono::duration<double>(Clock::now() - start_).count(), ResidentBytes(),
@@ -240,7 +243,7 @@ class Sampler {
         }
     }
 
-    Clock::time_point start_;
+    Clock::time_point start_, deadline_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stop_ = false;
@@ -279,7 +282,7 @@ TEST(Stress, ThreadsAllocateVerifyAndFreeAcrossThreads) {
     std::vector<std::thread> threads;
     const unsigned long refused_before = os_injected_failures();
     std::unique_ptr<Sampler> sampler;
-    if (mode.soak) sampler.reset(new Sampler);
+    if (mode.soak) sampler.reset(new Sampler(mode.deadline));
     if (mode.faults) os_fail_maps_randomly(fail_one_in, static_cast<unsigned>(seed));
     for (int i = 0; i < nthreads; i++)
         threads.emplace_back(Worker, i, nthreads, ops, seed, &mailboxes, &totals, mode);

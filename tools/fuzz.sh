@@ -9,23 +9,29 @@
 # inputs go to a scratch directory). A failed check or an ASan report stops
 # the run and keeps the input that caused it under $HC_FUZZ_OUT.
 #
-# usage: tools/fuzz.sh [STAGE_LABEL...]     (default: every stage below)
-# knobs: HC_FUZZ_RUNS (default 10000 per stage), HC_FUZZ_SEED (default 1),
+# usage: tools/fuzz.sh [STAGE_LABEL...]
+#   default: every stage package's allocator, //stageN_x:hcmalloc, so a new
+#   stage is fuzzed as soon as it lands (tools/extra_checks.sh runs this).
+# knobs: HC_FUZZ_RUNS (default 20000 per stage), HC_FUZZ_SEED (default 1),
 #        HC_FUZZ_OUT (default a temporary directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# One line per stage: its allocator library.
-stages=(
-    //stage1_threadcache:hcmalloc
-    //stage2_centralcache:hcmalloc
-)
+if [ $# -gt 0 ]; then
+    stages=("$@")
+else
+    mapfile -t stages < <(bazel query --noshow_progress 'attr(name, "^hcmalloc$", kind(cc_library, //...))' 2>/dev/null |
+        grep -E '^//stage[0-9]+_[a-z0-9_]+:hcmalloc$' | sort -t_ -k1,1V)
+fi
+if [ ${#stages[@]} -eq 0 ]; then
+    echo "fuzz: no stage found (bazel query //stageN_x:hcmalloc)" >&2
+    exit 1
+fi
 
-runs=${HC_FUZZ_RUNS:-10000}
+runs=${HC_FUZZ_RUNS:-20000}
 seed=${HC_FUZZ_SEED:-1}
 out=${HC_FUZZ_OUT:-$(mktemp -d -t hcmalloc-fuzz.XXXXXX)}
 corpus=tests/fuzz_corpus/alloc_fuzz
-[ $# -gt 0 ] && stages=("$@")
 
 command -v clang >/dev/null || { echo "fuzz: clang is not installed: run tools/setup.sh" >&2; exit 1; }
 
