@@ -56,21 +56,15 @@ def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
         env = stress_env,
     )
 
-    flavour_test(
-        name = "stress_test_tsan",
-        size = "large",
-        flavour = "tsan",
-        binary = ":stress_test_bin",
-        test_env = dict({"HC_STRESS_OPS": "30000"}, **stress_env),
-    )
-
-    flavour_test(
-        name = "stress_test_asan",
-        size = "large",
-        flavour = "asan",
-        binary = ":stress_test_bin",
-        test_env = dict({"HC_STRESS_OPS": "50000"}, **stress_env),
-    )
+    # The sanitizer flavours: fewer operations, as each costs several times more.
+    for flavour, ops in [("tsan", "30000"), ("asan", "50000")]:
+        flavour_test(
+            name = "stress_test_" + flavour,
+            size = "large",
+            flavour = flavour,
+            binary = ":stress_test_bin",
+            test_env = dict({"HC_STRESS_OPS": ops}, **stress_env),
+        )
 
     flavour_test(
         name = "stress_test_valgrind",

@@ -26,7 +26,8 @@ def hc_reliability_tests(stage, soak_seconds = 10):
     Args:
       stage: the stage's allocator library, exporting the hc_* API.
       soak_seconds: how long stress_soak_test runs (CI keeps it short;
-        override with --test_env=HC_STRESS_SOAK_SECONDS=N for a real soak).
+        for a real soak: bazel test //stageN_x:stress_soak_test
+        --test_env=HC_STRESS_SOAK_SECONDS=3600 --test_timeout=4000).
     """
     native.cc_binary(
         name = "misuse",
@@ -83,30 +84,18 @@ def hc_reliability_tests(stage, soak_seconds = 10):
         ],
     )
 
-    native.cc_test(
-        name = "stress_faults_test",
-        size = "medium",
-        deps = [
-            "//tests:stress",
-            stage,
-            "@googletest//:gtest_main",
-        ],
-        env = {
-            "HC_STRESS_FAIL_ONE_IN": "4",
-            "HC_STRESS_OPS": "50000",
-        },
-    )
-
-    native.cc_test(
-        name = "stress_soak_test",
-        size = "medium",
-        deps = [
-            "//tests:stress",
-            stage,
-            "@googletest//:gtest_main",
-        ],
-        env = {
-            "HC_STRESS_SOAK_SECONDS": str(soak_seconds),
-            "HC_STRESS_THREADS": "4",
-        },
-    )
+    # The stress test's two other modes (knobs of tests/stress_test.cc).
+    for name, env in [
+        ("stress_faults_test", {"HC_STRESS_FAIL_ONE_IN": "4", "HC_STRESS_OPS": "50000"}),
+        ("stress_soak_test", {"HC_STRESS_SOAK_SECONDS": str(soak_seconds), "HC_STRESS_THREADS": "4"}),
+    ]:
+        native.cc_test(
+            name = name,
+            size = "medium",
+            deps = [
+                "//tests:stress",
+                stage,
+                "@googletest//:gtest_main",
+            ],
+            env = env,
+        )
