@@ -50,8 +50,9 @@ void *hc_calloc(size_t count, size_t size);
  * Stages 1-2 abort with a message naming the stage that adds it. */
 void hc_free(void *ptr);
 
-/* Stage 3+: C realloc. realloc(NULL, n) = malloc(n); on failure NULL with
- * ENOMEM and the old block untouched. Stages 1-2: NULL, ENOMEM. */
+/* Stage 3+: C realloc. realloc(NULL, n) = malloc(n); realloc(p, 0) frees p
+ * and returns NULL, as glibc's does; on failure NULL with ENOMEM and the old
+ * block untouched. Stages 1-2: NULL, ENOMEM. */
 void *hc_realloc(void *ptr, size_t size);
 
 /* Stage 3+: `size` bytes aligned to `alignment`, a power of two (else NULL,

@@ -236,6 +236,10 @@ class Model {
         void *p;
         if (unsized_) {
             p = hc_realloc(old.ptr, size);
+            if (size == 0) {  // frees the block, returns NULL (hcmalloc.h)
+                if (p != nullptr) Fail("hc_realloc(p, 0) returned a block", p, 0);
+                return;
+            }
         } else if (old.unsized) {
             Fail("an unsized object on a stage without unsized free", old.ptr, old.size);
         } else {

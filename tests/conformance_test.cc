@@ -259,6 +259,15 @@ TEST(Conformance, ReallocKeepsContents) {
     hc_free(p);
 }
 
+TEST(Conformance, ReallocToZeroFreesAndReturnsNull) {
+    if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_realloc");
+    for (size_t size : {(size_t)1, (size_t)100, HC_MAX_SMALL_SIZE + 1}) {
+        void *p = hc_malloc(size);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(hc_realloc(p, 0), nullptr) << "glibc's realloc(p, 0): p is freed, NULL returned";
+    }
+}
+
 TEST(Conformance, AlignedAllocEveryPowerOfTwo) {
     if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_aligned_alloc");
     for (size_t align = 1; align <= ((size_t)4 << 20); align *= 2) {

@@ -141,21 +141,24 @@ void Worker(int id, int nthreads, size_t ops, uint64_t seed, std::vector<Mailbox
                                                   static_cast<unsigned char *>(b.ptr) + keep);
                 errno = 0;
                 void *q = hc_realloc(b.ptr, size);
-                if (q == nullptr && mode.faults && errno == ENOMEM) {
+                if (size == 0) {
+                    // realloc(p, 0) frees p and returns NULL, as glibc's does (hcmalloc.h).
+                    if (q != nullptr) ADD_FAILURE() << "hc_realloc(p, 0) returned " << q;
+                    totals->verified++;
+                } else if (q == nullptr && mode.faults && errno == ENOMEM) {
                     // The old block stays the caller's, untouched.
                     totals->refused++;
                     size_t bad_after = hc_test::FindPatternMismatch(b.ptr, b.size);
                     if (bad_after != SIZE_MAX) ADD_FAILURE() << "failed realloc changed the block at " << bad_after;
                     live.push_back(b);
-                    continue;
-                }
-                if (q == nullptr) {
+                } else if (q == nullptr) {
                     ADD_FAILURE() << "hc_realloc failed";
                     return;
+                } else {
+                    if (keep && memcmp(q, before.data(), keep) != 0) ADD_FAILURE() << "realloc lost contents";
+                    hc_test::FillPattern(q, size);
+                    live.push_back({q, size});
                 }
-                if (keep && memcmp(q, before.data(), keep) != 0) ADD_FAILURE() << "realloc lost contents";
-                hc_test::FillPattern(q, size);
-                live.push_back({q, size});
             } else {
                 FreeVerified(b, can_unsized && roll % 3 == 0, totals);
             }

@@ -1,0 +1,201 @@
+// stage3_pagecache/malloc_test.cc — what stage 3's API adds over stage 2:
+// free without a size, invalid-pointer detection, realloc in place,
+// aligned blocks from the size classes, large blocks from the page cache.
+#include <errno.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "common/hcmalloc.h"
+#include "common/os.h"
+#include "stage3_pagecache/page_cache.h"
+}
+
+namespace {
+
+constexpr const char *kInvalidFree = "hcmalloc: free\\(\\): invalid pointer 0x";
+
+hc_stats Stats() {
+    hc_stats s;
+    hc_get_stats(&s);
+    return s;
+}
+
+int global_variable;
+
+TEST(MallocDeathTest, FreeOfAPointerWeDoNotOwnAborts) {
+    int on_stack = 0;
+    EXPECT_DEATH(hc_free(&on_stack), kInvalidFree);
+    EXPECT_DEATH(hc_free(&global_variable), kInvalidFree);
+    void *foreign = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(foreign, MAP_FAILED);
+    EXPECT_DEATH(hc_free(foreign), kInvalidFree);
+    EXPECT_DEATH(hc_free(reinterpret_cast<void *>(0xffff800000001000ull)), kInvalidFree)
+        << "a kernel address: outside the page map";
+    munmap(foreign, 1 << 16);
+}
+
+TEST(MallocDeathTest, FreeOfAnInteriorPointerAborts) {
+    char *small = static_cast<char *>(hc_malloc(100));
+    char *large = static_cast<char *>(hc_malloc(1 << 20));
+    ASSERT_TRUE(small && large);
+    EXPECT_DEATH(hc_free(small + 16), kInvalidFree);
+    EXPECT_DEATH(hc_free(small + 1), kInvalidFree);
+    EXPECT_DEATH(hc_free(large + 16), kInvalidFree);
+    EXPECT_DEATH(hc_free(large + HC_PAGE_SIZE), kInvalidFree) << "a page inside a large block";
+    EXPECT_DEATH(hc_free_sized(large + HC_PAGE_SIZE, 1 << 20), kInvalidFree);
+    EXPECT_DEATH(hc_usable_size(small + 16), "hcmalloc: malloc_usable_size\\(\\): invalid pointer 0x");
+    EXPECT_DEATH(hc_realloc(large + 16, 10), "hcmalloc: realloc\\(\\): invalid pointer 0x");
+    hc_free(small);
+    hc_free(large);
+}
+
+TEST(MallocDeathTest, SecondFreeOfALargeBlockAborts) {
+    // Its pages are free in the page cache now: no block starts there.
+    void *large = hc_malloc(3 << 20);
+    ASSERT_NE(large, nullptr);
+    hc_free(large);
+    EXPECT_DEATH(hc_free(large), kInvalidFree);
+    void *huge = hc_malloc(PC_DIRECT_MAP_BYTES);
+    ASSERT_NE(huge, nullptr);
+    hc_free(huge);
+    EXPECT_DEATH(hc_free(huge), kInvalidFree) << "a direct mapping is unregistered when unmapped";
+}
+
+TEST(Malloc, FreeFindsTheSizeOfEveryBlock) {
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        size_t size = sc_size(cls);
+        void *p = hc_malloc(size);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(hc_usable_size(p), size) << "a small block is its class";
+        hc_free(p);
+    }
+    for (size_t size : {HC_MAX_SMALL_SIZE + 1, (size_t)1 << 20, ((size_t)5 << 20) + 3}) {
+        void *p = hc_malloc(size);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(hc_usable_size(p), (size + HC_PAGE_SIZE - 1) & ~(HC_PAGE_SIZE - 1))
+            << "a large block is its whole span";
+        hc_free(p);
+    }
+}
+
+TEST(Malloc, ReallocStaysInPlaceWhileTheClassOrPageCountFits) {
+    char *p = static_cast<char *>(hc_malloc(100));  // class 112
+    ASSERT_NE(p, nullptr);
+    memset(p, 1, 100);
+    EXPECT_EQ(hc_realloc(p, 112), p);
+    EXPECT_EQ(hc_realloc(p, 97), p);
+    char *q = static_cast<char *>(hc_realloc(p, 200));
+    ASSERT_NE(q, p) << "another class: a new block";
+    for (int i = 0; i < 100; i++) ASSERT_EQ(q[i], 1);
+    hc_free(q);
+
+    char *big = static_cast<char *>(hc_malloc(300000));  // 37 pages
+    ASSERT_NE(big, nullptr);
+    big[299999] = 7;
+    EXPECT_EQ(hc_realloc(big, 300001), big) << "same number of pages";
+    char *bigger = static_cast<char *>(hc_realloc(big, 2 << 20));
+    ASSERT_NE(bigger, nullptr);
+    EXPECT_EQ(bigger[299999], 7);
+    char *shrunk = static_cast<char *>(hc_realloc(bigger, 1000));
+    ASSERT_NE(shrunk, nullptr);
+    EXPECT_LE(hc_usable_size(shrunk), 1024u) << "shrinking to a small size gives back the span";
+    hc_free(shrunk);
+}
+
+TEST(Malloc, ReallocToZeroFreesAndReturnsNull) {
+    std::thread([] {
+        void *p = hc_malloc(64);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(hc_realloc(p, 0), nullptr);
+        EXPECT_EQ(hc_malloc(64), p) << "the block was freed (and is the next one out)";
+        hc_free(p);
+    }).join();
+}
+
+TEST(Malloc, AlignedBlocksUpToAPageComeFromTheSizeClasses) {
+    for (size_t align = 32; align <= HC_PAGE_SIZE; align *= 2) {
+        void *p = hc_aligned_alloc(align, 40);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u);
+        hc_span *span = pc_span_of(p);
+        ASSERT_NE(span, nullptr);
+        EXPECT_EQ(span->state, SPAN_SMALL) << align;
+        EXPECT_EQ(span->object_size % align, 0u);
+        hc_free(p);
+    }
+    void *p = hc_aligned_alloc(1 << 16, 100);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (1 << 16), 0u);
+    EXPECT_EQ(pc_span_of(p)->state, SPAN_LARGE);
+    hc_free(p);
+}
+
+TEST(Malloc, CallocOfARecycledLargeBlockIsZero) {
+    const size_t size = 1 << 20;
+    int reused = 0;
+    for (int i = 0; i < 3; i++) {
+        unsigned char *dirty = static_cast<unsigned char *>(hc_malloc(size));
+        ASSERT_NE(dirty, nullptr);
+        memset(dirty, 0xff, size);
+        hc_free(dirty);
+        unsigned char *p = static_cast<unsigned char *>(hc_calloc(size, 1));
+        ASSERT_NE(p, nullptr);
+        reused += p == dirty;
+        for (size_t j = 0; j < size; j += 511) ASSERT_EQ(p[j], 0) << j;
+        hc_free(p);
+    }
+    EXPECT_GT(reused, 0) << "best fit from the front gives the freed span back";
+}
+
+TEST(Malloc, LargeBlocksAreReusedFromThePageCache) {
+    std::vector<void *> blocks;
+    for (int i = 0; i < 16; i++) blocks.push_back(hc_malloc(400000));  // 49 pages each
+    for (void *p : blocks) hc_free(p);
+    const size_t mapped = Stats().os_mapped_bytes;
+    const size_t free_before = Stats().page_cache_free_bytes;
+    EXPECT_GE(free_before, 16u * 400000u);
+    // Smaller blocks fit in the freed ones' place however the page cache
+    // splits and merges them.
+    for (int i = 0; i < 16; i++) blocks[i] = hc_malloc(300000 - i * 1000);
+    EXPECT_EQ(Stats().os_mapped_bytes, mapped) << "served from the page cache: nothing new mapped";
+    for (void *p : blocks) hc_free(p);
+    EXPECT_EQ(Stats().page_cache_free_bytes, free_before);
+}
+
+TEST(Malloc, VeryLargeBlocksGoBackToTheOS) {
+    const size_t mapped = Stats().os_mapped_bytes;
+    const size_t size = PC_DIRECT_MAP_BYTES + 12345;
+    char *p = static_cast<char *>(hc_malloc(size));
+    ASSERT_NE(p, nullptr);
+    EXPECT_GE(Stats().os_mapped_bytes, mapped + size);
+    EXPECT_GE(Stats().bytes_in_use, size);
+    p[size - 1] = 1;
+    hc_free(p);
+    EXPECT_LT(Stats().os_mapped_bytes, mapped + size) << "unmapped at once";
+}
+
+TEST(Malloc, StatsFillEveryField) {
+    std::vector<void *> small;
+    for (int i = 0; i < 1000; i++) small.push_back(hc_malloc(48));
+    void *large = hc_malloc(1 << 20);
+    for (int i = 0; i < 10; i++) hc_free(small[i]);
+    hc_thread_flush();                                // those 10 to the central cache
+    for (int i = 10; i < 20; i++) hc_free(small[i]);  // these into this thread's cache
+    hc_stats s = Stats();
+    EXPECT_GE(s.bytes_in_use, 980u * 48u + (1u << 20));
+    EXPECT_GT(s.thread_cache_bytes, 0u);
+    EXPECT_GT(s.central_cache_bytes, 0u) << "the rest of the spans the 48-byte objects came from";
+    EXPECT_GT(s.page_cache_free_bytes, 0u);
+    EXPECT_GT(s.metadata_bytes, 0u);
+    EXPECT_GE(s.os_mapped_bytes, s.metadata_bytes + s.page_cache_free_bytes + s.central_cache_bytes +
+                                     s.thread_cache_bytes + (1 << 20));
+    EXPECT_EQ(s.released_bytes, 0u) << "stage 4 fills it";
+    for (size_t i = 20; i < small.size(); i++) hc_free(small[i]);
+    hc_free(large);
+}
+
+}  // namespace

@@ -1,0 +1,113 @@
+/* stage3_pagecache/page_cache.h — layer 3: free spans, split and merged.
+ *
+ * The page cache owns every page of the heap that is not in use. It keeps
+ * free spans on lists by length (one list per length 1..PC_MAX_LIST_PAGES,
+ * one more for everything longer) and answers a request for n pages with,
+ * in order of preference:
+ *   1. a free span of exactly n pages;
+ *   2. the shortest longer span, split: the front n pages go out, the
+ *      remainder becomes a free span of its own, on its list and in the page
+ *      map (forgetting that is how a page cache silently stops merging);
+ *   3. a new region mapped from the OS, then 2.
+ * A freed span merges at once with the free spans just before and after it,
+ * found through the page map, so no two free spans are ever neighbours and
+ * a heap whose objects are all freed is back to one span per region.
+ * Blocks of PC_DIRECT_MAP_BYTES or more skip the lists: they are mapped and
+ * unmapped directly (stage 3 never returns page-cache memory to the OS, so a
+ * one-off huge block would otherwise stay mapped for good), yet registered
+ * in the page map like any span, so hc_free needs no size for them either.
+ *
+ * Page-map invariant: every page of an in-use span (SPAN_SMALL, SPAN_LARGE)
+ * maps to it; the first and last page of a free span map to it (all that
+ * merging needs); entries inside a free span may be stale.
+ *
+ * Locking: one lock for the whole page cache, taken only on span-sized work.
+ * Lock order: a caller must NOT hold a central bucket lock when it calls in
+ * here (the central cache drops its bucket lock first), so the two never
+ * nest and cannot deadlock. Under the page cache lock we take only the
+ * metadata pool's lock (span records), which takes no other lock.
+ * May touch: span records, the page map (sole writer), common/os.h, pool.h. */
+#ifndef HC_PAGE_CACHE_H_
+#define HC_PAGE_CACHE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+#include "common/hcmalloc.h"
+#include "common/size_class.h"
+#include "stage3_pagecache/page_map.h"
+#include "stage3_pagecache/span.h"
+
+/* Exact-length lists for 1..128 pages (up to 1 MiB); longer spans share one
+ * list searched for the best fit. Most requests (small-object spans are 1-32
+ * pages) hit an exact list in O(1). */
+#define PC_MAX_LIST_PAGES 128
+
+/* The heap grows by at least this many pages (1 MiB) at a time, and by a
+ * quarter of what it already has, so a growing heap maps O(log size) regions
+ * instead of one per MiB (and merged spans can be long). Untouched pages cost
+ * address space, not memory. */
+#define PC_MIN_GROW_PAGES 128
+
+/* Blocks this big or bigger are mapped directly (see above). */
+#define PC_DIRECT_MAP_BYTES ((size_t)64 << 20)
+
+/* Largest request in pages the page cache accepts: beyond that the address
+ * space (47 bits) cannot hold it, and page counts could overflow. */
+#define PC_MAX_PAGES ((size_t)1 << (PM_PAGE_ID_BITS - 1))
+
+/* A span of exactly `pages` pages, handed out: SPAN_SMALL carved for class
+ * `size_class` (its geometry set, every page registered), or SPAN_LARGE when
+ * size_class is 0. NULL with errno = ENOMEM when the OS refuses memory. */
+hc_span *pc_alloc_span(size_t pages, unsigned size_class);
+
+/* A SPAN_LARGE span of `pages` pages whose start is a multiple of
+ * `align_pages` pages (a power of two). */
+hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages);
+
+/* Gives an in-use span back: it merges with its free neighbours, or, if it
+ * was mapped directly, goes back to the OS. */
+void pc_free_span(hc_span *span);
+
+/* The in-use span that covers address p, or NULL when p is in no span the
+ * allocator has handed out (not ours, or inside a free span). Lock-free:
+ * stale entries are filtered by checking the span really covers p. */
+HC_INLINE hc_span *pc_span_of(const void *p) {
+    uintptr_t page = span_page_of(p);
+    hc_span *s = pm_lookup(page);
+    if (HC_UNLIKELY(s == NULL || (s->state != SPAN_SMALL && s->state != SPAN_LARGE) ||
+                    !span_covers(s, page)))
+        return NULL;
+    return s;
+}
+
+/* ---- Accounting and checking ----------------------------------------------- */
+
+typedef struct pc_census {
+    size_t heap_pages;         /* mapped for the lists (regions), excluding direct maps */
+    size_t regions;            /* regions mapped so far */
+    size_t free_pages;         /* in free spans */
+    size_t free_spans;
+    size_t largest_free_pages; /* longest free span */
+    size_t small_pages;        /* in SPAN_SMALL spans */
+    size_t large_pages;        /* in SPAN_LARGE spans from the heap */
+    size_t direct_pages;       /* in directly mapped spans */
+    size_t direct_spans;
+} pc_census;
+
+/* A consistent snapshot of the counters (takes the lock). */
+void pc_get_census(pc_census *out);
+
+/* Walks every free list and checks the page cache's invariants: each free
+ * span is SPAN_FREE, on the list for its length, registered at both ends, and
+ * has no free neighbour (fully merged); the counters match the lists; free +
+ * in-use pages = heap pages. Returns NULL when all hold, else what broke.
+ * Expensive (every free span): for tests and debug checks. */
+const char *pc_check(void);
+
+/* Adds the free spans to page_cache_free_bytes and the large blocks in use
+ * to bytes_in_use (small spans are the central cache's to count). */
+void pc_collect_stats(hc_stats *out);
+
+#endif /* HC_PAGE_CACHE_H_ */

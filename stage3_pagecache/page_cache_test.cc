@@ -1,0 +1,294 @@
+// stage3_pagecache/page_cache_test.cc — the page cache on its own: split,
+// merge, conservation of pages, alignment, direct mappings.
+//
+// Every test gives back all it takes, so the page cache is fully merged
+// (one free span per region) between tests, and pc_check() must pass.
+#include <errno.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "stage3_pagecache/page_cache_test_util.h"
+
+extern "C" {
+#include "common/os.h"
+#include "common/pool.h"
+}
+
+namespace {
+
+size_t InUsePages(const pc_census &c) { return c.small_pages + c.large_pages; }
+
+TEST(PageCache, SplitThenMergeReturnsToOneSpan) {
+    // Three spans carved from the front of one free span, in address order.
+    hc_span *a = pc_alloc_span(1, 0);
+    ASSERT_NE(a, nullptr);
+    const pc_census start = Census();  // after any growth a's request caused
+    hc_span *b = pc_alloc_span(2, 0);
+    hc_span *c = pc_alloc_span(3, 0);
+    ASSERT_NE(b, nullptr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(b->start_page, span_end_page(a)) << "split takes the front, the rest stays free";
+    ASSERT_EQ(c->start_page, span_end_page(b));
+    hc_span *rest = pm_lookup(span_end_page(c));
+    ASSERT_NE(rest, nullptr) << "the remainder of the split is in the page map";
+    EXPECT_EQ(rest->state, SPAN_FREE);
+    EXPECT_EQ(rest->start_page, span_end_page(c));
+    EXPECT_EQ(Census().free_spans, start.free_spans) << "the remainder replaced the span it came from";
+    EXPECT_EQ(Census().free_pages, start.free_pages - 5);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+
+    const uintptr_t a_start = a->start_page;
+    const size_t whole = 6 + rest->page_count;
+    pc_free_span(b);  // both neighbours in use: stays on its own
+    EXPECT_EQ(Census().free_spans, start.free_spans + 1);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    pc_free_span(a);  // merges with b
+    hc_span *ab = pm_lookup(a_start);
+    ASSERT_NE(ab, nullptr);
+    EXPECT_EQ(ab->state, SPAN_FREE);
+    EXPECT_EQ(ab->page_count, 3u);
+    EXPECT_EQ(pm_lookup(a_start + 2), ab) << "last page of the merged span maps to it";
+    EXPECT_EQ(Census().free_spans, start.free_spans + 1);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    pc_free_span(c);  // merges with a+b on the left and the remainder on the right
+    hc_span *one = pm_lookup(a_start);
+    ASSERT_NE(one, nullptr);
+    EXPECT_EQ(one->state, SPAN_FREE);
+    EXPECT_EQ(one->start_page, a_start);
+    EXPECT_EQ(one->page_count, whole);
+    EXPECT_EQ(pm_lookup(a_start + whole - 1), one);
+    EXPECT_EQ(Census().free_spans, start.free_spans);
+    EXPECT_EQ(Census().free_pages, start.free_pages + 1);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+TEST(PageCache, MergingNeverTouchesASpanInUse) {
+    hc_span *a = pc_alloc_span(4, 0);
+    hc_span *b = pc_alloc_span(4, 0);
+    hc_span *c = pc_alloc_span(4, 0);
+    ASSERT_TRUE(a && b && c);
+    ASSERT_EQ(b->start_page, span_end_page(a));
+    ASSERT_EQ(c->start_page, span_end_page(b));
+    const uintptr_t b_start = b->start_page;
+    pc_free_span(a);
+    pc_free_span(c);
+    // b is untouched and still wholly registered...
+    EXPECT_EQ(b->state, SPAN_LARGE);
+    EXPECT_EQ(b->start_page, b_start);
+    EXPECT_EQ(b->page_count, 4u);
+    for (uintptr_t p = b_start; p < b_start + 4; p++) EXPECT_EQ(pm_lookup(p), b);
+    // ...and the free spans on either side stopped at it.
+    hc_span *left = pm_lookup(b_start - 1);
+    hc_span *right = pm_lookup(b_start + 4);
+    ASSERT_TRUE(left && right);
+    EXPECT_EQ(left->state, SPAN_FREE);
+    EXPECT_EQ(span_end_page(left), b_start);
+    EXPECT_EQ(right->state, SPAN_FREE);
+    EXPECT_EQ(right->start_page, b_start + 4);
+    EXPECT_NE(left, right);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    const size_t spans_before = Census().free_spans;
+    pc_free_span(b);
+    EXPECT_EQ(Census().free_spans, spans_before - 1) << "three free spans became one";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+TEST(PageCache, FreePagesAreConserved) {
+    std::mt19937_64 rng(7);
+    std::vector<hc_span *> live;
+    size_t live_pages = 0;
+    const pc_census base = Census();
+    ASSERT_EQ(InUsePages(base), 0u);
+    for (int op = 0; op < 3000; op++) {
+        if (live.empty() || rng() % 100 < 55) {
+            size_t pages = rng() % 8 ? 1 + rng() % 16 : 17 + rng() % 300;  // some above the lists
+            unsigned cls = rng() % 2 ? 0 : 1 + (unsigned)(rng() % (HC_NUM_CLASSES - 1));
+            if (cls) pages = sc_span_pages(cls);
+            hc_span *s = pc_alloc_span(pages, cls);
+            ASSERT_NE(s, nullptr);
+            ASSERT_EQ(s->page_count, pages);
+            live.push_back(s);
+            live_pages += pages;
+        } else {
+            size_t i = rng() % live.size();
+            live_pages -= live[i]->page_count;
+            pc_free_span(live[i]);
+            live[i] = live.back();
+            live.pop_back();
+        }
+        pc_census c = Census();
+        ASSERT_EQ(InUsePages(c), live_pages) << "op " << op;
+        ASSERT_EQ(c.free_pages + live_pages, c.heap_pages) << "op " << op;
+        if (op % 250 == 0) EXPECT_PAGE_CACHE_CONSISTENT();
+    }
+    for (hc_span *s : live) pc_free_span(s);
+    pc_census end = Census();
+    EXPECT_EQ(end.free_pages, end.heap_pages);
+    EXPECT_LE(end.free_spans, end.regions) << "everything merged back: at most one span per region";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+TEST(PageCache, SmallSpansKnowTheirObjects) {
+    for (unsigned cls : {1u, 2u, 17u, 18u, 50u, HC_NUM_CLASSES - 1u}) {
+        size_t pages = sc_span_pages(cls);
+        hc_span *s = pc_alloc_span(pages, cls);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(s->state, SPAN_SMALL);
+        EXPECT_EQ(s->size_class, cls);
+        EXPECT_EQ(s->object_size, sc_size(cls));
+        EXPECT_EQ(s->object_count, span_bytes(s) / sc_size(cls));
+        EXPECT_EQ(s->objects_in_use, 0u);
+        char *base = span_start(s);
+        for (uintptr_t p = s->start_page; p < span_end_page(s); p++) EXPECT_EQ(pm_lookup(p), s);
+        EXPECT_EQ(pc_span_of(base + span_bytes(s) - 1), s) << "any byte finds its span";
+        for (uint32_t i = 0; i < s->object_count; i++) {
+            ASSERT_EQ(span_object_index(s, base + (size_t)i * s->object_size), (long)i) << cls;
+            if (s->object_size > 8) {
+                ASSERT_EQ(span_object_index(s, base + (size_t)i * s->object_size + 8), -1)
+                    << "an interior pointer is no object";
+            }
+        }
+        EXPECT_EQ(span_object_index(s, base + (size_t)s->object_count * s->object_size), -1)
+            << "the tail past the last object is no object";
+        pc_free_span(s);
+        EXPECT_EQ(pc_span_of(base), nullptr) << "a free span is nobody's";
+    }
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+TEST(PageCache, AlignedSpansStartOnTheirAlignment) {
+    std::vector<hc_span *> spans;
+    for (size_t align = 2; align <= 1024; align *= 2) {
+        for (size_t pages : {(size_t)1, align - 1, align + 3}) {
+            hc_span *s = pc_alloc_span_aligned(pages, align);
+            ASSERT_NE(s, nullptr) << align << " " << pages;
+            EXPECT_EQ(s->start_page % align, 0u) << align;
+            EXPECT_EQ(s->page_count, pages);
+            EXPECT_EQ(pc_span_of(span_start(s)), s);
+            spans.push_back(s);
+        }
+        EXPECT_PAGE_CACHE_CONSISTENT();
+    }
+    for (hc_span *s : spans) pc_free_span(s);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    pc_census c = Census();
+    EXPECT_EQ(c.free_pages, c.heap_pages);
+}
+
+TEST(PageCache, VeryLargeSpansAreMappedDirectlyAndRegistered) {
+    const size_t pages = PC_DIRECT_MAP_BYTES >> HC_PAGE_SHIFT;
+    const pc_census before = Census();
+    const size_t mapped = os_mapped_bytes();
+    hc_span *s = pc_alloc_span(pages + 1, 0);
+    ASSERT_NE(s, nullptr);
+    EXPECT_TRUE(s->direct);
+    EXPECT_GE(os_mapped_bytes() - mapped, span_bytes(s));
+    pc_census during = Census();
+    EXPECT_EQ(during.heap_pages, before.heap_pages) << "not taken from the heap";
+    EXPECT_EQ(during.direct_pages, pages + 1);
+    char *base = span_start(s);
+    EXPECT_EQ(pc_span_of(base), s);
+    EXPECT_EQ(pc_span_of(base + span_bytes(s) - 1), s);
+    base[0] = 1;
+    base[span_bytes(s) - 1] = 2;
+    pc_free_span(s);
+    EXPECT_EQ(pm_lookup(span_page_of(base)), nullptr) << "unregistered before it was unmapped";
+    EXPECT_LE(os_mapped_bytes(), mapped + (1 << 20)) << "given back to the OS";
+    EXPECT_EQ(Census().direct_pages, 0u);
+
+    hc_span *aligned = pc_alloc_span_aligned(pages, 256);  // 2 MiB aligned
+    ASSERT_NE(aligned, nullptr);
+    EXPECT_TRUE(aligned->direct);
+    EXPECT_EQ(aligned->start_page % 256, 0u);
+    pc_free_span(aligned);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+TEST(PageCache, RefusedMappingIsENOMEMAndChangesNothing) {
+    const pc_census before = Census();
+    os_fail_next_maps(1u << 30);
+    errno = 0;
+    hc_span *s = pc_alloc_span(before.free_pages + 1000, 0);  // more than is free
+    int err = errno;
+    errno = 0;
+    hc_span *direct = pc_alloc_span((PC_DIRECT_MAP_BYTES >> HC_PAGE_SHIFT) * 2, 0);
+    int direct_err = errno;
+    os_fail_next_maps(0);
+    EXPECT_EQ(s, nullptr);
+    EXPECT_EQ(err, ENOMEM);
+    EXPECT_EQ(direct, nullptr);
+    EXPECT_EQ(direct_err, ENOMEM);
+    pc_census after = Census();
+    EXPECT_EQ(after.heap_pages, before.heap_pages);
+    EXPECT_EQ(after.free_pages, before.free_pages);
+    errno = 0;
+    EXPECT_EQ(pc_alloc_span(PC_MAX_PAGES + 1, 0), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+TEST(PageCache, ManyThreadsSplitAndMergeConsistently) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++)
+        threads.emplace_back([t] {
+            std::mt19937_64 rng(100 + t);
+            std::vector<hc_span *> mine;
+            for (int op = 0; op < 2000; op++) {
+                if (mine.empty() || rng() % 2) {
+                    hc_span *s = pc_alloc_span(1 + rng() % 40, 0);
+                    ASSERT_NE(s, nullptr);
+                    span_start(s)[0] = static_cast<char>(t);  // the memory is really ours
+                    mine.push_back(s);
+                } else {
+                    size_t i = rng() % mine.size();
+                    ASSERT_EQ(span_start(mine[i])[0], static_cast<char>(t));
+                    pc_free_span(mine[i]);
+                    mine[i] = mine.back();
+                    mine.pop_back();
+                }
+            }
+            for (hc_span *s : mine) pc_free_span(s);
+        });
+    for (auto &th : threads) th.join();
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    pc_census c = Census();
+    EXPECT_EQ(c.free_pages, c.heap_pages);
+    EXPECT_LE(c.free_spans, c.regions);
+}
+
+// The page map's cost for a 1 GiB heap: take 1 GiB of spans, count nodes.
+TEST(PageCache, PageMapCostForAOneGiBHeap) {
+    pm_usage before, after;
+    pm_get_usage(&before);
+    const size_t gib_pages = ((size_t)1 << 30) >> HC_PAGE_SHIFT;
+    std::vector<hc_span *> spans;
+    for (size_t taken = 0; taken < gib_pages; taken += PC_MAX_LIST_PAGES) {
+        hc_span *s = pc_alloc_span(PC_MAX_LIST_PAGES, 0);
+        ASSERT_NE(s, nullptr);
+        spans.push_back(s);
+    }
+    pm_get_usage(&after);
+    pc_census c = Census();
+    const size_t leaves = after.leaf_nodes - before.leaf_nodes;
+    std::printf("page map for a 1 GiB heap (%zu regions): +%zu mid, +%zu leaf nodes, %zu KiB "
+                "(+ %zu KiB static root); %zu KiB in total for %zu heap pages\n",
+                c.regions, after.mid_nodes - before.mid_nodes, leaves,
+                (after.mapped_bytes - before.mapped_bytes) >> 10, (PM_ROOT_ENTRIES * sizeof(void *)) >> 10,
+                after.mapped_bytes >> 10, c.heap_pages);
+    // One leaf per 32 MiB of heap, plus one partial leaf at each end of a
+    // region (and a few left from the direct mappings of other tests).
+    EXPECT_LE(after.leaf_nodes, c.heap_pages / PM_LEAF_ENTRIES + 2 * c.regions + 4);
+    EXPECT_LE(after.mid_nodes, 2u) << "the heap sits within one or two 64 GiB windows";
+    for (hc_span *s : spans) pc_free_span(s);
+    c = Census();
+    EXPECT_EQ(c.free_pages, c.heap_pages);
+    EXPECT_LE(c.free_spans, c.regions);
+    EXPECT_GE(c.largest_free_pages, gib_pages / 8) << "growth by a quarter keeps regions long";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+// stage3_pagecache/page_map_test.cc — the radix tree on its own.
+//
+// The page map is one global tree, so each test works in its own part of the
+// address space. Spans here are fake records: the map stores pointers and
+// never looks inside them.
+#include <errno.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "common/os.h"
+#include "common/pool.h"
+#include "stage3_pagecache/page_map.h"
+}
+
+namespace {
+
+constexpr uintptr_t kLastPage = PM_PAGE_ID_LIMIT - 1;
+constexpr uintptr_t kPagesPerMid = (uintptr_t)1 << (PM_MID_BITS + PM_LEAF_BITS);
+
+hc_span fake_spans[64];
+
+TEST(PageMap, BitSplitCoversThe47BitAddressSpace) {
+    EXPECT_EQ(PM_ROOT_BITS + PM_MID_BITS + PM_LEAF_BITS, 47 - HC_PAGE_SHIFT);
+    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * sizeof(void *));
+    EXPECT_EQ(sizeof(pm_mid), PM_MID_ENTRIES * sizeof(void *));
+    // The highest user address (just under 2^47) has the last page id.
+    EXPECT_EQ(span_page_of(reinterpret_cast<void *>(((uintptr_t)1 << 47) - 1)), kLastPage);
+}
+
+TEST(PageMap, UnregisteredAndNonUserPagesAreNull) {
+    EXPECT_EQ(pm_lookup(12345), nullptr);
+    EXPECT_EQ(pm_lookup(PM_PAGE_ID_LIMIT), nullptr) << "first page above user space";
+    EXPECT_EQ(pm_lookup(span_page_of(reinterpret_cast<void *>(0xffff800000001000ull))), nullptr)
+        << "a kernel address";
+    EXPECT_EQ(pm_lookup(UINTPTR_MAX >> HC_PAGE_SHIFT), nullptr);
+}
+
+TEST(PageMap, FirstAndLastPageOfTheAddressSpace) {
+    ASSERT_EQ(pm_ensure(0, 1), 0);
+    ASSERT_EQ(pm_ensure(kLastPage, 1), 0);
+    pm_set(0, &fake_spans[0]);
+    pm_set(kLastPage, &fake_spans[1]);
+    EXPECT_EQ(pm_lookup(0), &fake_spans[0]);
+    EXPECT_EQ(pm_lookup(kLastPage), &fake_spans[1]);
+    EXPECT_EQ(pm_lookup(1), nullptr);
+    EXPECT_EQ(pm_lookup(kLastPage - 1), nullptr);
+    pm_set(0, nullptr);
+    pm_set(kLastPage, nullptr);
+    EXPECT_EQ(pm_lookup(0), nullptr);
+    EXPECT_EQ(pm_lookup(kLastPage), nullptr);
+}
+
+TEST(PageMap, SparseIdsFarApartEachGetTheirOwnNodes) {
+    // Ids in different root slots, different mid slots, and two in one leaf.
+    const uintptr_t ids[] = {
+        3 * kPagesPerMid + 7,
+        3 * kPagesPerMid + 7 + PM_LEAF_ENTRIES,     // same mid node, next leaf
+        3 * kPagesPerMid + 9,                       // same leaf as the first
+        100 * kPagesPerMid + 123456,
+        (uintptr_t)1 << 33,
+        kLastPage - 5 * kPagesPerMid,
+    };
+    pm_usage before, after;
+    pm_get_usage(&before);
+    size_t metadata_before = pool_mapped_bytes();
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        ASSERT_EQ(pm_ensure(ids[i], 1), 0);
+        pm_set(ids[i], &fake_spans[i]);
+    }
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        EXPECT_EQ(pm_lookup(ids[i]), &fake_spans[i]) << i;
+        EXPECT_EQ(pm_lookup(ids[i] + 1), nullptr) << "neighbour of " << i;
+    }
+    pm_get_usage(&after);
+    // 4 root slots newly used -> 4 mid nodes; leaves: 5 (ids 0 and 2 share one).
+    EXPECT_EQ(after.mid_nodes - before.mid_nodes, 4u);
+    EXPECT_EQ(after.leaf_nodes - before.leaf_nodes, 5u);
+    EXPECT_EQ(after.mapped_bytes - before.mapped_bytes, 4 * sizeof(pm_mid) + 5 * sizeof(pm_leaf));
+    EXPECT_EQ(pool_mapped_bytes() - metadata_before, after.mapped_bytes - before.mapped_bytes)
+        << "the nodes count as metadata";
+    for (uintptr_t id : ids) pm_set(id, nullptr);
+}
+
+TEST(PageMap, RangesCrossLeafBoundaries) {
+    const uintptr_t first = 7 * kPagesPerMid + PM_LEAF_ENTRIES - 10;
+    const size_t count = 2 * PM_LEAF_ENTRIES + 20;  // touches 4 leaves
+    pm_usage before, after;
+    pm_get_usage(&before);
+    ASSERT_EQ(pm_ensure(first, count), 0);
+    pm_get_usage(&after);
+    EXPECT_EQ(after.leaf_nodes - before.leaf_nodes, 4u);
+    pm_set_range(first, count, &fake_spans[10]);
+    EXPECT_EQ(pm_lookup(first - 1), nullptr);
+    for (uintptr_t p = first; p < first + count; p++) ASSERT_EQ(pm_lookup(p), &fake_spans[10]) << p;
+    EXPECT_EQ(pm_lookup(first + count), nullptr);
+    ASSERT_EQ(pm_ensure(first, count), 0);
+    pm_get_usage(&before);
+    EXPECT_EQ(before.leaf_nodes, after.leaf_nodes) << "ensuring again maps nothing";
+    pm_set_range(first, count, nullptr);
+    for (uintptr_t p = first; p < first + count; p++) ASSERT_EQ(pm_lookup(p), nullptr) << p;
+}
+
+TEST(PageMap, EnsureOutsideUserSpaceOrWhenTheOsRefusesIsENOMEM) {
+    errno = 0;
+    EXPECT_EQ(pm_ensure(kLastPage, 2), -1);
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(pm_ensure(PM_PAGE_ID_LIMIT, 1), -1);
+    EXPECT_EQ(errno, ENOMEM);
+
+    const uintptr_t fresh = 1500 * kPagesPerMid;  // a root slot no other test uses
+    os_fail_next_maps(1);
+    errno = 0;
+    EXPECT_EQ(pm_ensure(fresh, 1), -1);
+    EXPECT_EQ(errno, ENOMEM);
+    EXPECT_EQ(pm_lookup(fresh), nullptr);
+    os_fail_next_maps(0);
+    ASSERT_EQ(pm_ensure(fresh, 1), 0) << "works again once the OS does";
+    pm_set(fresh, &fake_spans[3]);
+    EXPECT_EQ(pm_lookup(fresh), &fake_spans[3]);
+}
+
+// One writer keeps extending the tree (new mid nodes and leaves) and
+// registering pages while readers look them up without a lock. A reader
+// must see, for a page the writer has announced, exactly its span; for any
+// other page, nothing or that span (never a torn or foreign value). Run under
+// ThreadSanitizer by page_map_test_tsan.
+TEST(PageMap, ConcurrentReadersWhileAWriterExtendsTheTree) {
+    constexpr int kPages = 3000;
+    constexpr int kReaders = 3;
+    std::vector<uintptr_t> ids(kPages);
+    for (int i = 0; i < kPages; i++)  // a new leaf each time, a new mid node every 16
+        ids[i] = (uintptr_t)(200 + i / 16) * kPagesPerMid + (uintptr_t)(i % 16) * PM_LEAF_ENTRIES * 3 + 17;
+    std::atomic<int> published{0};
+    std::atomic<long> bad{0};
+    std::atomic<bool> done{false};
+
+    std::vector<std::thread> readers;
+    for (int r = 0; r < kReaders; r++)
+        readers.emplace_back([&, r] {
+            unsigned x = 12345u + r;
+            while (!done.load(std::memory_order_acquire)) {
+                int n = published.load(std::memory_order_acquire);
+                for (int k = 0; k < 64; k++) {
+                    x = x * 1103515245u + 12345u;
+                    int i = (int)(x % kPages);
+                    hc_span *want = &fake_spans[i % 64];
+                    hc_span *got = pm_lookup(ids[i]);
+                    if (i < n ? got != want : (got != nullptr && got != want)) bad++;
+                    if (pm_lookup(ids[i] + 1) != nullptr) bad++;  // never registered
+                }
+            }
+        });
+    for (int i = 0; i < kPages; i++) {
+        ASSERT_EQ(pm_ensure(ids[i], 1), 0);
+        pm_set(ids[i], &fake_spans[i % 64]);
+        published.store(i + 1, std::memory_order_release);
+        if (i % 100 == 0) std::this_thread::yield();
+    }
+    done.store(true, std::memory_order_release);
+    for (auto &t : readers) t.join();
+    EXPECT_EQ(bad.load(), 0);
+    for (int i = 0; i < kPages; i++) ASSERT_EQ(pm_lookup(ids[i]), &fake_spans[i % 64]);
+}
+
+}  // namespace
