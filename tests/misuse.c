@@ -82,7 +82,9 @@ static int overflow(void) {
         for (int j = 0; j < N; j++)
             if (p[j] == p[i] + SIZE) {
                 hc_free_sized(p[j], SIZE);
-                ((volatile unsigned char *)p[i])[SIZE] = 1; /* into p[j] */
+                /* Into p[j]'s free-list link: any further call could follow
+                 * the broken link, so the program stops here. */
+                ((volatile unsigned char *)p[i])[SIZE] = 1;
                 return 0;
             }
     fprintf(stderr, "misuse: no two of %d objects of %d bytes are neighbours\n", N, SIZE);
@@ -94,6 +96,7 @@ static int overflow_slack(void) {
     unsigned char *p = must_malloc(20);
     memset(p, 1, 20);
     ((volatile unsigned char *)p)[20] = 1;
+    hc_free_sized(p, 20);
     return 0;
 }
 
@@ -103,6 +106,7 @@ static int overflow_large(void) {
     unsigned char *p = must_malloc(size);
     memset(p, 1, size);
     ((volatile unsigned char *)p)[size] = 1;
+    hc_free_sized(p, size);
     return 0;
 }
 
