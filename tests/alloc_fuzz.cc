@@ -84,7 +84,7 @@ struct Live {
     unsigned char *ptr;
     size_t size;
     uint64_t seed;
-    bool unsized;  // from aligned_alloc: only hc_free may free it
+    bool unsized;  // from aligned_alloc or hc_realloc: freed with hc_free
 };
 
 // Byte i of an object seeded `seed`: byte i % 8 of word i / 8, so whole
