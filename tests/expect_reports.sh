@@ -55,7 +55,8 @@ valgrind)
     command -v valgrind >/dev/null || { echo "valgrind is not installed: run tools/setup.sh" >&2; exit 1; }
     expect clean 0
     expect use_after_free 99 "Invalid read of size 1" "inside a block of size 32 free'd"
-    expect double_free 99 "Invalid free\(\)"
+    # The list it broke may stop the program later (an abort): the report is what counts.
+    expect double_free nonzero "Invalid free\(\)"
     expect overflow 99 "Invalid write of size 1"
     expect overflow_slack 99 "Invalid write of size 1" "after a block of size 20 alloc'd"
     expect overflow_large 99 "Invalid write of size 1"
