@@ -86,7 +86,7 @@ def hc_reliability_tests(stage, soak_seconds = 10):
 
     # The stress test's two other modes (knobs of tests/stress_test.cc).
     for name, env in [
-        ("stress_faults_test", {"HC_STRESS_FAIL_ONE_IN": "4", "HC_STRESS_OPS": "50000"}),
+        ("stress_faults_test", {"HC_STRESS_FAIL_ONE_IN": "2", "HC_STRESS_OPS": "50000"}),
         ("stress_soak_test", {"HC_STRESS_SOAK_SECONDS": str(soak_seconds), "HC_STRESS_THREADS": "4"}),
     ]:
         native.cc_test(
