@@ -94,6 +94,7 @@ typedef struct pc_census {
     size_t large_pages;        /* in SPAN_LARGE spans from the heap */
     size_t direct_pages;       /* in directly mapped spans */
     size_t direct_spans;
+    size_t released_pages;     /* stage 4: of free_pages, given back to the OS; stage 3: 0 */
 } pc_census;
 
 /* A consistent snapshot of the counters (takes the lock). */

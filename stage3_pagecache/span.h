@@ -61,7 +61,15 @@ typedef struct hc_span {
     uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
     /* SPAN_SMALL, under the bucket lock: objects not handed out, and the
      * reference count of those that are. */
-    void *free_objects;
+    union {
+        void *free_objects;  /* SPAN_SMALL, under the bucket lock */
+        /* stage 4, SPAN_FREE, under the page cache lock: at most this many
+         * of its pages may be resident; the others were given back to the OS
+         * (madvise) and read as zero pages when touched. Shares its word
+         * with free_objects (the two states never overlap), so the record
+         * stays one 64-byte cache line. Stage 3 never reads it. */
+        size_t backed_pages;
+    };
     uint32_t free_count;
     uint32_t objects_in_use;
 #if HC_DEBUG

@@ -20,4 +20,26 @@ void tc_budget_snapshot(tc_budget_stats *out);
 void tc_fork_lock(void);
 void tc_fork_unlock(void);
 
+/* ---- Fork safety (fork.c) ------------------------------------------------------
+ * fork() copies only the calling thread; a lock another thread held at that
+ * moment would stay locked in the child for good. The prepare handler takes
+ * every allocator lock, in one fixed order, so the fork happens while no
+ * other thread is inside the allocator; parent and child then release them:
+ *   1. thread-cache registry, 2. thread-cache record pool (tc_fork_lock),
+ *   3. every central bucket lock, class 0 upwards,
+ *   4. the page cache lock, 5. the span-record pool (pc_fork_lock).
+ * The page map has no lock of its own (its writers hold the page cache
+ * lock). The order matches every nesting the allocator does (registry
+ * before pool; page cache before span pool; bucket locks never nested with
+ * each other or with the page cache), so prepare cannot deadlock. */
+void hc_fork_prepare(void);
+void hc_fork_parent(void);
+void hc_fork_child(void);
+
+/* Registers the three handlers with pthread_atfork, once. Called from the
+ * malloc slow path after the thread's cache is published (pthread_atfork
+ * may call malloc, which must then find the cache and not recurse here), and
+ * from a constructor; a nested call returns at once. */
+void hc_fork_register(void);
+
 #endif /* HC_RECLAIM_H_ */

@@ -11,14 +11,9 @@ extern "C" {
 #include "stage1_threadcache/thread_cache.h"
 #include "stage4_reclaim/reclaim.h"
 }
+#include "stage4_reclaim/reclaim_test_util.h"
 
 namespace {
-
-hc_stats Stats() {
-    hc_stats s;
-    hc_get_stats(&s);
-    return s;
-}
 
 size_t LiveCaches() {
     tc_budget_stats b;

@@ -1,0 +1,55 @@
+/* stage4_reclaim/fork.c — layer 4: the allocator's locks across fork().
+ *
+ * See reclaim.h for the lock order and why it cannot deadlock.
+ * May touch: every layer's locks (through tc_fork_lock, cc_bucket_lock,
+ * pc_fork_lock), nothing else. */
+#include <pthread.h>
+
+#include "common/compiler.h"
+#include "common/lock.h"
+#include "common/size_class.h"
+#include "stage2_centralcache/central_cache.h"
+#include "stage4_reclaim/page_release.h"
+#include "stage4_reclaim/reclaim.h"
+
+void hc_fork_prepare(void) {
+    tc_fork_lock();
+    for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
+        hc_lock_acquire(cc_bucket_lock(cls));
+    pc_fork_lock();
+}
+
+/* The reverse order. In the child the one thread left is the copy of the
+ * one that locked, so it may unlock (the mutexes are plain ones). */
+static void hc_fork_release(void) {
+    pc_fork_unlock();
+    for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
+        hc_lock_release(cc_bucket_lock(cls));
+    tc_fork_unlock();
+}
+
+void hc_fork_parent(void) { hc_fork_release(); }
+
+/* The other threads' caches stay in the child's registry with what they
+ * cached: those threads do not exist there, so that memory is lost to the
+ * child (bounded by the thread-cache budget), as with any allocator. */
+void hc_fork_child(void) { hc_fork_release(); }
+
+/* 0: not yet; 1: registering (a nested malloc from pthread_atfork sees
+ * this and returns); 2: done. */
+static int fork_handlers_state;
+
+void hc_fork_register(void) {
+    if (HC_LIKELY(__atomic_load_n(&fork_handlers_state, __ATOMIC_ACQUIRE) != 0))
+        return;
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&fork_handlers_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    pthread_atfork(hc_fork_prepare, hc_fork_parent, hc_fork_child);
+    __atomic_store_n(&fork_handlers_state, 2, __ATOMIC_RELEASE);
+}
+
+/* Also at load time, so a program whose first allocation comes late (or in
+ * a forked child) is covered too. */
+__attribute__((constructor)) static void hc_fork_register_at_load(void) { hc_fork_register(); }

@@ -1,0 +1,95 @@
+// stage4_reclaim/fork_test.cc — fork() while other threads allocate: the
+// child finds every allocator lock free, allocates, and exits cleanly.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "common/hcmalloc.h"
+#include "stage4_reclaim/reclaim.h"
+}
+
+namespace {
+
+std::atomic<bool> stop{false};
+
+// Keeps every layer busy: small objects (thread cache, central buckets),
+// large ones (page cache), releases (madvise under the page cache lock),
+// stats (every lock in turn), and thread exits (registry, record pool).
+void Churner(unsigned seed) {
+    std::vector<void *> live;
+    unsigned x = seed;
+    while (!stop.load(std::memory_order_relaxed)) {
+        x = x * 1103515245u + 12345u;
+        size_t size = (x >> 8) % 4 == 0 ? 20000 + (x >> 12) % 300000 : 8 + (x >> 12) % 3000;
+        live.push_back(hc_malloc(size));
+        if (live.size() > 64) {
+            for (void *p : live) hc_free(p);
+            live.clear();
+            if ((x >> 20) % 8 == 0) hc_release_free_memory();
+            if ((x >> 20) % 8 == 1) {
+                hc_stats s;
+                hc_get_stats(&s);
+            }
+            if ((x >> 20) % 8 == 2) std::thread([] { hc_free(hc_malloc(100)); }).join();
+        }
+    }
+    for (void *p : live) hc_free(p);
+}
+
+// In the child: only async-signal-safe calls besides the allocator's own.
+int ChildWork() {
+    alarm(20);  // a lock left held would hang here: SIGALRM turns that into a failure
+    void *ptrs[200];
+    for (int i = 0; i < 200; i++) {
+        size_t size = i % 10 == 0 ? 100000 + i : 16 + i * 7;
+        ptrs[i] = hc_malloc(size);
+        if (ptrs[i] == nullptr) return 1;
+        memset(ptrs[i], i, size < 64 ? size : 64);
+    }
+    for (void *p : ptrs) hc_free(p);
+    hc_release_free_memory();
+    hc_stats s;
+    hc_get_stats(&s);
+    return s.os_mapped_bytes > 0 ? 0 : 2;
+}
+
+TEST(Fork, ChildOfABusyMultiThreadedParentAllocatesAndExits) {
+    hc_free(hc_malloc(1));  // registers the handlers (first slow-path malloc)
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 4; t++) threads.emplace_back(Churner, t + 1);
+    int failures = 0;
+    for (int i = 0; i < 200; i++) {
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) _exit(ChildWork());
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            failures++;
+            ADD_FAILURE() << "child " << i << ": "
+                          << (WIFSIGNALED(status) ? "killed by signal " : "exit status ")
+                          << (WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+            if (failures > 3) break;
+        }
+        // The parent's own locks came back too.
+        hc_free(hc_malloc(300000));
+    }
+    stop = true;
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(failures, 0);
+}
+
+TEST(Fork, HandlersCanBeCalledByHandAndReleaseEverything) {
+    hc_fork_prepare();
+    hc_fork_parent();
+    hc_free(hc_malloc(64));
+    hc_free(hc_malloc(1 << 20));
+}
+
+}  // namespace

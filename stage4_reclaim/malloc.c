@@ -1,0 +1,370 @@
+/* stage4_reclaim/malloc.c — the public API of stage 4.
+ *
+ * What changed from stage 3 (diff this file against
+ * stage3_pagecache/malloc.c):
+ *   - hc_release_free_memory flushes the calling thread's cache and gives
+ *     every free page of the page cache back to the OS (pc_release_all);
+ *   - the first slow-path malloc registers the fork handlers (fork.c), so
+ *     every program linked with stage 4 is fork-safe;
+ *   - hc_get_stats is unchanged: stage 4's page cache fills released_bytes.
+ *
+ * Stage 3's own notes follow.
+ *
+ * What changed from stages 1-2 (diff this file against
+ * stage1_threadcache/malloc.c):
+ *   - large requests take whole spans from the page cache (very large ones
+ *     are mapped directly, page_cache.h), not one private mapping each;
+ *   - every block can be found from its address alone, through the page
+ *     map: so hc_free, hc_usable_size, hc_realloc and hc_aligned_alloc work,
+ *     and hc_free_sized uses the size only to skip the lookup;
+ *   - a pointer that is not the start of a block we handed out (foreign,
+ *     interior, or already freed large block) stops the program with
+ *     "hcmalloc: free(): invalid pointer 0x...", like glibc;
+ *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
+ *     object handed out, and so catches a double free and a wrong size given
+ *     to hc_free_sized the moment they happen.
+ * Small requests still go to the thread cache, unchanged: a hit never leaves
+ * the inline fast paths below.
+ * May touch: the thread cache (tc_*), the page cache (pc_*) and page map
+ * (lock-free lookups), common/. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/compiler.h"
+#include "common/fatal.h"
+#include "common/hcmalloc.h"
+#include "common/os.h"
+#include "common/pool.h"
+#include "common/track.h"
+#include "stage1_threadcache/thread_cache.h"
+#include "stage3_pagecache/page_cache.h"
+#include "stage3_pagecache/span.h"
+#include "stage4_reclaim/page_release.h"
+#include "stage4_reclaim/reclaim.h"
+
+#define HC_STRINGIFY_(x) #x
+#define HC_STRINGIFY(x) HC_STRINGIFY_(x)
+
+/* ---- Debug checks: one bit per small object handed out -------------------------
+ * Release builds compile these to the track.h hooks alone. The bits are
+ * atomic because neighbours in one span are allocated and freed by
+ * different threads at once; the order between one object's malloc and its
+ * free is the program's own synchronisation. */
+
+#if HC_DEBUG
+static void debug_mark_live(void *p) {
+    hc_span *span = pc_span_of(p);
+    if (span == NULL || span->state != SPAN_SMALL)
+        return; /* large blocks: the span's state says it all */
+    long i = span_object_index(span, p);
+    uint64_t bit = (uint64_t)1 << (i & 63);
+    if (__atomic_fetch_or(&span->debug_live[i >> 6], bit, __ATOMIC_RELAXED) & bit)
+        hc_fatal_pointer("malloc(): block handed out twice (freed twice before?)", p);
+}
+
+static void debug_mark_dead(hc_span *span, void *p) {
+    long i = span_object_index(span, p);
+    uint64_t bit = (uint64_t)1 << (i & 63);
+    if (!(__atomic_fetch_and(&span->debug_live[i >> 6], ~bit, __ATOMIC_RELAXED) & bit))
+        hc_fatal_pointer("free(): double free of", p);
+}
+
+/* hc_free_sized(p, size): p must be a live object of size's class. */
+static void debug_check_sized_free(void *p, unsigned cls) {
+    hc_span *span = pc_span_of(p);
+    if (span == NULL || span->state != SPAN_SMALL || span_object_index(span, p) < 0)
+        hc_fatal_pointer("free(): invalid pointer", p);
+    if (span->size_class != cls)
+        hc_fatal_pointer("free_sized(): wrong size for the block at", p);
+    debug_mark_dead(span, p);
+}
+#endif
+
+/* A block goes to the program. */
+HC_INLINE void note_alloc(void *p, size_t size, int zeroed) {
+#if HC_DEBUG
+    debug_mark_live(p);
+#endif
+    track_alloc(p, size, zeroed);
+}
+
+/* A small block of class `cls` comes back through hc_free_sized. */
+HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
+#if HC_DEBUG
+    debug_check_sized_free(p, cls);
+#else
+    (void)cls;
+#endif
+    track_free(p, size);
+}
+
+/* A small block comes back through hc_free; its span is known and checked. */
+HC_INLINE void note_free_unsized(void *p, hc_span *span) {
+#if HC_DEBUG
+    debug_mark_dead(span, p);
+#endif
+    track_free(p, span->object_size);
+}
+
+/* ---- Large objects: whole spans from the page cache ----------------------------- */
+
+/* Pages for a block of `size` bytes; 0 when no span could be that long. */
+static size_t large_pages(size_t size) {
+    if (size > (PC_MAX_PAGES << HC_PAGE_SHIFT))
+        return 0;
+    return (size + HC_PAGE_SIZE - 1) >> HC_PAGE_SHIFT;
+}
+
+/* A block of `size` bytes starting on a multiple of `align_pages` pages. */
+static void *large_alloc(size_t size, size_t align_pages) {
+    size_t pages = large_pages(size);
+    if (pages == 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    hc_span *span = align_pages > 1 ? pc_alloc_span_aligned(pages, align_pages)
+                                    : pc_alloc_span(pages, 0);
+    if (span == NULL)
+        return NULL; /* errno = ENOMEM from the page cache */
+    note_alloc(span_start(span), size, span->direct);
+    return span_start(span);
+}
+
+/* The large span whose block starts at `ptr`; anything else is invalid. */
+static hc_span *large_span_of(void *ptr, const char *what) {
+    hc_span *span = pc_span_of(ptr);
+    if (span == NULL || span->state != SPAN_LARGE || span_start(span) != (char *)ptr)
+        hc_fatal_pointer(what, ptr);
+    return span;
+}
+
+static void large_free(hc_span *span) {
+    track_free(span_start(span), span_bytes(span));
+    pc_free_span(span);
+}
+
+/* ---- Slow paths -------------------------------------------------------------- */
+
+static HC_NOINLINE void *malloc_slow(size_t size) {
+    if (size == 0)
+        size = 1; /* a unique, freeable pointer: the smallest class */
+    if (size > HC_MAX_SMALL_SIZE)
+        return large_alloc(size, 1);
+    unsigned cls = sc_index(size);
+    tc_cache *tc = tc_get_or_create();
+    if (tc == NULL)
+        return NULL; /* errno = ENOMEM */
+    hc_fork_register(); /* after tc_current is published: pthread_atfork may malloc */
+    void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
+    if (obj == NULL)
+        obj = tc_refill(tc, cls);
+    if (obj != NULL)
+        note_alloc(obj, size, 0);
+    return obj;
+}
+
+/* A small object, already checked and noted, to the thread cache's slow side. */
+static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
+    tc_cache *tc = tc_get_or_create();
+    if (tc == NULL)
+        tc_free_without_cache(ptr, cls);
+    else if (!tc_try_free(tc, cls, ptr))
+        tc_overflow(tc, cls, ptr);
+}
+
+static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
+    if (ptr == NULL)
+        return;
+    if (size == 0)
+        size = 1;
+    if (size > HC_MAX_SMALL_SIZE) {
+        hc_span *span = large_span_of(ptr, "free(): invalid pointer");
+#if HC_DEBUG
+        if (large_pages(size) != span->page_count)
+            hc_fatal_pointer("free_sized(): wrong size for the block at", ptr);
+#endif
+        large_free(span);
+        return;
+    }
+    unsigned cls = sc_index(size);
+    note_free_sized(ptr, size, cls);
+    free_small_slow(ptr, cls);
+}
+
+/* What hc_free's fast path does not take: NULL, a large block, or an
+ * invalid pointer. */
+static HC_NOINLINE void free_unsized_slow(void *ptr) {
+    if (ptr == NULL)
+        return;
+    hc_span *span = pc_span_of(ptr);
+    if (span != NULL && span->state == SPAN_SMALL)
+        hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
+    large_free(large_span_of(ptr, "free(): invalid pointer"));
+}
+
+/* ---- Fast paths ----------------------------------------------------------------
+ * hc_malloc and hc_free_sized are stage 2's: requests of 1..1024 bytes
+ * (HC_TABLE_MAX_SIZE) that hit the thread cache never leave them.
+ * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
+ * check, the limit check, push.
+ * hc_free, new here, pays for the page map instead of the size: three
+ * dependent loads down the radix tree, the span's state and class (one cache
+ * line), a multiply that checks ptr starts an object of that span, then the
+ * same push. */
+
+HC_EXPORT void *hc_malloc(size_t size) {
+    tc_cache *tc = tc_current;
+    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
+        void *obj = tc_try_alloc(tc, sc_index_small(size));
+        if (HC_LIKELY(obj != NULL)) {
+            note_alloc(obj, size, 0);
+            return obj;
+        }
+    }
+    return malloc_slow(size);
+}
+
+HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
+    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
+        unsigned cls = sc_index_small(size);
+        note_free_sized(ptr, size, cls);
+        if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
+            return;
+        free_small_slow(ptr, cls);
+        return;
+    }
+    free_sized_slow(ptr, size);
+}
+
+HC_EXPORT void hc_free(void *ptr) {
+    /* The raw page-map entry, not pc_span_of: for a small span the object
+     * check below is also the bounds check (span.h), so a stale entry that
+     * names some other span is rejected without comparing page ranges. */
+    hc_span *span = pm_lookup(span_page_of(ptr));
+    if (HC_LIKELY(span != NULL && span->state == SPAN_SMALL && span_object_index(span, ptr) >= 0)) {
+        unsigned cls = span->size_class;
+        note_free_unsized(ptr, span);
+        if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
+            return;
+        free_small_slow(ptr, cls);
+        return;
+    }
+    free_unsized_slow(ptr);
+}
+
+/* ---- The rest of the API ----------------------------------------------------------- */
+
+HC_EXPORT void *hc_calloc(size_t count, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = hc_malloc(bytes);
+    if (p == NULL)
+        return NULL;
+    /* Spans are reused now, so even large blocks may be dirty; only a block
+     * mapped directly for this call is known to be zero already. */
+    if (bytes <= HC_MAX_SMALL_SIZE || !pc_span_of(p)->direct)
+        memset(p, 0, bytes);
+    return p;
+}
+
+/* Bytes usable at `ptr`: its class's object size, or its span's length. */
+static size_t block_size(hc_span *span) {
+    return span->state == SPAN_SMALL ? span->object_size : span_bytes(span);
+}
+
+/* The span of a block the program passes back; invalid pointers stop. */
+static hc_span *block_span(void *ptr, const char *what) {
+    hc_span *span = pc_span_of(ptr);
+    if (span != NULL && span->state == SPAN_SMALL) {
+        if (span_object_index(span, ptr) < 0)
+            hc_fatal_pointer(what, ptr);
+        return span;
+    }
+    return large_span_of(ptr, what);
+}
+
+HC_EXPORT size_t hc_usable_size(const void *ptr) {
+    if (ptr == NULL)
+        return 0;
+    void *p = (void *)(uintptr_t)ptr;
+    return block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
+}
+
+/* realloc(p, 0) frees p and returns NULL, as glibc does. A block stays where
+ * it is when the new size needs the same class (small) or the same number of
+ * pages (large): then hc_free_sized with the new size still finds the right
+ * class. Otherwise: a new block, a copy, and the old one freed; if the new
+ * block cannot be had, NULL with ENOMEM and the old block untouched. */
+HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
+    if (ptr == NULL)
+        return hc_malloc(size);
+    hc_span *span = block_span(ptr, "realloc(): invalid pointer");
+    if (size == 0) {
+        hc_free(ptr);
+        return NULL;
+    }
+    if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
+                                  : size > HC_MAX_SMALL_SIZE && large_pages(size) == span->page_count)
+        return ptr;
+    void *fresh = hc_malloc(size);
+    if (fresh == NULL)
+        return NULL;
+    size_t old = block_size(span);
+    memcpy(fresh, ptr, old < size ? old : size);
+    hc_free(ptr);
+    return fresh;
+}
+
+/* Up to a page, alignment comes from the size classes: objects sit at
+ * multiples of their size from a page boundary, so a class whose size is a
+ * multiple of `alignment` gives aligned objects (every power-of-two class
+ * is one, so the search ends by 256 KiB). Beyond that, a span whose first
+ * page is aligned. */
+HC_EXPORT void *hc_aligned_alloc(size_t alignment, size_t size) {
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t want = size < alignment ? alignment : size;
+    if (alignment <= HC_MIN_ALIGN)
+        return hc_malloc(want);
+    if (alignment <= HC_PAGE_SIZE && want <= HC_MAX_SMALL_SIZE) {
+        unsigned cls = sc_index(want);
+        while (sc_size(cls) % alignment != 0)
+            cls++;
+        return hc_malloc(sc_size(cls));
+    }
+    /* A large span (even for a small size: its block is still freed with
+     * hc_free, which asks the span, not the size). */
+    size_t align_pages = alignment > HC_PAGE_SIZE ? alignment >> HC_PAGE_SHIFT : 1;
+    if (align_pages > PC_MAX_PAGES) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return large_alloc(want, align_pages);
+}
+
+HC_EXPORT void hc_thread_flush(void) { tc_flush_current(); }
+
+HC_EXPORT void hc_release_free_memory(void) {
+    /* The caller's cached objects first: the spans they pin may then go
+     * back to the page cache, and out to the OS with the rest. */
+    tc_flush_current();
+    pc_release_all();
+}
+
+HC_EXPORT void hc_get_stats(hc_stats *out) {
+    memset(out, 0, sizeof *out);
+    tc_collect_stats(out); /* thread caches, then the central cache below them */
+    pc_collect_stats(out); /* free spans, and large blocks in use */
+    out->os_mapped_bytes = os_mapped_bytes();
+    out->metadata_bytes = pool_mapped_bytes(); /* span records, page-map nodes, caches */
+}
+
+HC_EXPORT const char *hc_stage_name(void) { return HC_STRINGIFY(HC_STAGE_NAME); }
+
+HC_EXPORT unsigned hc_features(void) { return HC_STAGE_FEATURES; }
