@@ -1,0 +1,133 @@
+/* stage4_reclaim/dropin.c — the drop-in library: the C malloc family on top
+ * of the hc_* API, built into libhcmalloc.so (LD_PRELOAD or -lhcmalloc).
+ *
+ * Layer: above the public API; touches nothing but hc_*, the options and
+ * the stats report.
+ * Every function here is a thin translation from glibc's contract to
+ * hcmalloc's (errno, alignment rules, what 0 means). Nothing here may call
+ * malloc: these functions ARE malloc, so a libc call that allocates (stdio
+ * does; getenv and write do not) would recurse into itself.
+ * See docs/dropin.md. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/compiler.h"
+#include "common/hcmalloc.h"
+#include "stage4_reclaim/options.h"
+#include "stage4_reclaim/stats.h"
+
+/* The system page: what valloc/pvalloc promise, whatever HC_PAGE_SIZE is. */
+static size_t system_page_size(void) {
+    static size_t page; /* racy but idempotent: every thread computes the same */
+    if (page == 0)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+HC_EXPORT void *malloc(size_t size) { return hc_malloc(size); }
+
+HC_EXPORT void free(void *ptr) { hc_free(ptr); }
+
+HC_EXPORT void *calloc(size_t count, size_t size) { return hc_calloc(count, size); }
+
+/* realloc(NULL, n) = malloc(n); realloc(p, 0) frees p and returns NULL
+ * (glibc's REALLOC_ZERO_BYTES_FREES): both are hc_realloc's contract. */
+HC_EXPORT void *realloc(void *ptr, size_t size) { return hc_realloc(ptr, size); }
+
+HC_EXPORT void *reallocarray(void *ptr, size_t count, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return hc_realloc(ptr, bytes);
+}
+
+/* glibc's memalign: an alignment of 8 or less is plain malloc, one that
+ * is not a power of two is rounded up to the next power, and one too large
+ * to round is EINVAL. (16 is not plain malloc: below 16 bytes malloc only
+ * promises 8.) */
+HC_EXPORT void *memalign(size_t alignment, size_t size) {
+    if (alignment <= sizeof(void *))
+        return hc_malloc(size);
+    if (alignment > SIZE_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if ((alignment & (alignment - 1)) != 0)
+        alignment = (size_t)1 << (64 - __builtin_clzl(alignment));
+    return hc_aligned_alloc(alignment, size);
+}
+
+/* C11/C17: the alignment must be a power of two (glibc 2.38 rejects the
+ * rest with EINVAL too); the size need not be a multiple of it. */
+HC_EXPORT void *aligned_alloc(size_t alignment, size_t size) {
+    return hc_aligned_alloc(alignment, size);
+}
+
+/* POSIX: reports through the return value, never errno, and leaves
+ * *memptr alone on failure. */
+HC_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size) {
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment % sizeof(void *) != 0)
+        return EINVAL;
+    int saved_errno = errno;
+    void *p = hc_aligned_alloc(alignment, size);
+    if (p == NULL) {
+        int err = errno;
+        errno = saved_errno;
+        return err;
+    }
+    *memptr = p;
+    return 0;
+}
+
+HC_EXPORT void *valloc(size_t size) { return hc_aligned_alloc(system_page_size(), size); }
+
+/* valloc, with the size rounded up to whole pages (0 becomes one page). */
+HC_EXPORT void *pvalloc(size_t size) {
+    size_t page = system_page_size();
+    size_t rounded;
+    if (__builtin_add_overflow(size, page - 1, &rounded)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    rounded &= ~(page - 1);
+    return hc_aligned_alloc(page, rounded == 0 ? page : rounded);
+}
+
+HC_EXPORT size_t malloc_usable_size(void *ptr) { return hc_usable_size(ptr); }
+
+/* C23: `size` is what malloc/calloc/realloc was asked for, which is what
+ * hc_free_sized wants (its fast path skips the page-map lookup). */
+HC_EXPORT void free_sized(void *ptr, size_t size) { hc_free_sized(ptr, size); }
+
+/* An aligned block may have come from a larger class than `size` names
+ * (hc_aligned_alloc moves up to a class whose size is a multiple of the
+ * alignment), so it is freed by address. */
+HC_EXPORT void free_aligned_sized(void *ptr, size_t alignment, size_t size) {
+    (void)alignment;
+    (void)size;
+    hc_free(ptr);
+}
+
+/* glibc: returns 1 if memory was released. We cannot tell cheaply; the
+ * free pages are returned either way. */
+HC_EXPORT int malloc_trim(size_t pad) {
+    (void)pad;
+    hc_release_free_memory();
+    return 1;
+}
+
+/* glibc prints its arena report on stderr; ours is hcmalloc's. */
+HC_EXPORT void malloc_stats(void) { hc_print_stats(STDERR_FILENO); }
+
+/* HCMALLOC_STATS=1: the report at exit. A destructor of the preloaded
+ * library runs after the program's own destructors and atexit handlers,
+ * so the report sees what the program left behind. */
+__attribute__((destructor)) static void dropin_report_at_exit(void) {
+    if (hc_get_options()->print_stats_at_exit)
+        hc_print_stats(STDERR_FILENO);
+}

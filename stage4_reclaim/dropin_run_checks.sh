@@ -1,0 +1,18 @@
+#!/bin/bash
+# stage4_reclaim/dropin_run_checks.sh LIB PROGRAM... — runs each check
+# program with LIB preloaded; each must exit 0 and print its PASS line (the
+# programs themselves verify that libhcmalloc.so answered their calls).
+set -u
+lib="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+shift
+status=0
+for program in "$@"; do
+    if out=$(LD_PRELOAD="$lib" "$program" 2>&1) && grep -q ": PASS" <<<"$out"; then
+        echo "$out"
+    else
+        echo "FAIL: $program under LD_PRELOAD=$lib"
+        echo "$out"
+        status=1
+    fi
+done
+exit $status
