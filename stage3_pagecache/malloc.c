@@ -225,6 +225,7 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
 }
 
 HC_EXPORT void hc_free(void *ptr) {
+    /* LAB BEGIN: free_dispatch */
     /* The raw page-map entry, not pc_span_of: for a small span the object
      * check below is also the bounds check (span.h), so a stale entry that
      * names some other span is rejected without comparing page ranges. */
@@ -238,6 +239,7 @@ HC_EXPORT void hc_free(void *ptr) {
         return;
     }
     free_unsized_slow(ptr);
+    /* LAB END: free_dispatch */
 }
 
 /* ---- The rest of the API ----------------------------------------------------------- */

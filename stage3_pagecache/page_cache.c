@@ -89,6 +89,7 @@ static hc_span *free_span_starting_at(uintptr_t page) {
 /* Frees span `s` (not on any list), merging it with free neighbours on both
  * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify. */
 static void free_span_merge_insert(hc_span *s) {
+    /* LAB BEGIN: merge */
     hc_span *left = free_span_ending_at(s->start_page);
     if (left != NULL) {
         free_span_remove(left);
@@ -103,6 +104,7 @@ static void free_span_merge_insert(hc_span *s) {
         span_dead(right);
     }
     free_span_insert(s);
+    /* LAB END: merge */
 }
 
 /* The best free span for `pages` pages: the exact list, then the next longer
@@ -128,6 +130,7 @@ static hc_span *free_span_find(size_t pages) {
  * describing the middle, or NULL (s back on its list) if a record for a
  * piece could not be had. */
 static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
+    /* LAB BEGIN: split */
     size_t before = at - s->start_page;
     size_t after = span_end_page(s) - (at + pages);
     hc_span *head = NULL, *tail = NULL;
@@ -142,6 +145,7 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
     s->start_page = at;
     s->page_count = pages;
     return s;
+    /* LAB END: split */
 }
 
 /* ---- Growing the heap -------------------------------------------------------- */

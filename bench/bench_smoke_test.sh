@@ -1,0 +1,70 @@
+#!/bin/bash
+# bench/bench_smoke_test.sh — CI's run of the bench: `--quick` over every
+# workload and every allocator found. Checks the shape of what it prints and
+# writes (a table row per allocator and thread count, the CSV header, the
+# chart) and how it treats a bad option; never a speed.
+# usage: bench_smoke_test.sh PATH_TO_BENCH
+set -euo pipefail
+bench="$1"
+out="${TEST_TMPDIR:-$(mktemp -d)}/bench-smoke"
+log="$out.stdout"
+err="$out.stderr"
+threads="1,4"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+status=0
+"$bench" --quick --threads "$threads" --out "$out" >"$log" 2>"$err" || status=$?
+if [ "$status" -ne 0 ]; then
+    cat "$err" >&2
+    fail "bench --quick exited with status $status"
+fi
+cat "$log"
+
+# The allocators it found, in the order it ran them.
+allocators=$(sed -n 's/^bench: allocators: //p' "$err")
+[ -n "$allocators" ] || fail "no 'bench: allocators:' line on stderr"
+for expected in glibc stage1_threadcache; do
+    grep -qw "$expected" <<<"$allocators" || fail "$expected was not run (found: $allocators)"
+done
+for peer in tcmalloc:libtcmalloc_minimal.so.4 jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
+    if ls /usr/lib/*/"${peer#*:}" >/dev/null 2>&1; then
+        grep -qw "${peer%%:*}" <<<"$allocators" || fail "${peer%%:*} is installed but was not run"
+    fi
+done
+
+# A table per workload, a row in it per allocator and thread count.
+for workload in tight hold mixed xthread large churn; do
+    table=$(awk -v w="== $workload:" 'index($0, w) == 1 {on = 1; next} /^== / {on = 0} on' "$log")
+    [ -n "$table" ] || fail "no table for $workload"
+    for a in $allocators; do
+        for t in ${threads//,/ }; do
+            grep -Eq "^ *$t +$a +[0-9.]+\*? +[0-9.]+ +[0-9,]+" <<<"$table" \
+                || fail "$workload: no row for $a with $t threads"
+        done
+    done
+done
+
+header=$(head -n 1 "$out/results.csv")
+[ "$header" = "workload,allocator,threads,ns_per_pair,ratio_to_glibc,peak_rss_kib,reps" ] \
+    || fail "results.csv header is '$header'"
+n_alloc=$(wc -w <<<"$allocators")
+rows=$(($(wc -l <"$out/results.csv") - 1))
+[ "$rows" -eq $((6 * 2 * n_alloc)) ] || fail "results.csv has $rows rows, expected $((6 * 2 * n_alloc))"
+grep -q '^tight,glibc,1,[0-9.]*,1.0000,[0-9]*,1$' "$out/results.csv" || fail "glibc's own ratio is not 1"
+
+grep -q '^<svg ' "$out/chart.svg" || fail "chart.svg does not start an <svg>"
+grep -q '</svg>$' "$out/chart.svg" || fail "chart.svg is not closed"
+for a in $allocators; do
+    grep -q ">$a</text>" "$out/chart.svg" || fail "chart.svg has no legend entry for $a"
+done
+
+# Bad options: one line on stderr, exit status 2.
+for bad in "--threads 17" "--workloads nosuch" "--allocators nosuch" "--reps 0" "--no-such-option"; do
+    set +e
+    "$bench" $bad --out "$out" >/dev/null 2>"$err"
+    status=$?
+    set -e
+    [ "$status" -eq 2 ] || fail "'$bad' exited with $status, not 2"
+    [ "$(wc -l <"$err")" -eq 1 ] || fail "'$bad' printed more than one line: $(cat "$err")"
+done
+echo "PASS: bench smoke run, $n_alloc allocators: $allocators"
