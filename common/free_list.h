@@ -3,7 +3,11 @@
  * A free object's first word holds the pointer to the next free object, so a
  * list costs no memory beyond its head: the smallest class (8 bytes) is
  * exactly big enough for that pointer. The length is kept beside the head
- * because the layers above decide by it (batch transfer, limits, stats). */
+ * because the layers above decide by it (batch transfer, limits, stats).
+ *
+ * To a memory checker a free object belongs to nobody (common/track.h), so
+ * the link word is opened only for the instant the list reads or writes it:
+ * every access to a free object goes through fl_next / fl_set_next. */
 #ifndef HC_FREE_LIST_H_
 #define HC_FREE_LIST_H_
 
@@ -11,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/track.h"
 
 typedef struct hc_free_list {
     void *head;
@@ -18,8 +23,18 @@ typedef struct hc_free_list {
     uint32_t max_length; /* used from stage 2: the list's current limit */
 } hc_free_list;
 
-HC_INLINE void *fl_next(void *obj) { return *(void **)obj; }
-HC_INLINE void fl_set_next(void *obj, void *next) { *(void **)obj = next; }
+HC_INLINE void *fl_next(void *obj) {
+    track_internal_begin(obj, sizeof(void *));
+    void *next = *(void **)obj;
+    track_internal_end(obj, sizeof(void *));
+    return next;
+}
+
+HC_INLINE void fl_set_next(void *obj, void *next) {
+    track_internal_begin(obj, sizeof(void *));
+    *(void **)obj = next;
+    track_internal_end(obj, sizeof(void *));
+}
 
 HC_INLINE int fl_empty(const hc_free_list *list) { return list->head == NULL; }
 

@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/track.h"
+
 static atomic_size_t os_mapped;
 static atomic_uint os_fail_count;
 static atomic_uint os_fail_one_in;
@@ -82,6 +84,9 @@ void *os_map_aligned(size_t bytes, size_t alignment) {
 }
 
 void os_unmap(void *addr, size_t bytes) {
+    /* Whatever a checker was told about these pages ends with them: a later
+     * mapping at the same address must not inherit ASan's poison. */
+    track_internal_begin(addr, bytes);
     if (munmap(addr, bytes) == 0)
         atomic_fetch_sub(&os_mapped, bytes);
 }

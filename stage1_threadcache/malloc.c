@@ -19,6 +19,7 @@
 #include "common/hcmalloc.h"
 #include "common/os.h"
 #include "common/pool.h"
+#include "common/track.h"
 #include "stage1_threadcache/thread_cache.h"
 
 #define HC_STRINGIFY_(x) #x
@@ -41,8 +42,12 @@ static void *large_alloc(size_t size) {
         return NULL;
     }
     void *p = os_map(bytes);
-    if (p != NULL)
+    if (p != NULL) {
         atomic_fetch_add(&large_bytes, bytes);
+        /* The page tail past `size` is off-limits, so an overflow shows. */
+        track_internal_end(p, bytes);
+        track_alloc(p, size, 1); /* fresh from mmap: zero */
+    }
     return p;
 }
 
@@ -64,7 +69,10 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     if (tc == NULL)
         return NULL; /* errno = ENOMEM */
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
-    return obj != NULL ? obj : tc_refill(tc, cls);
+    if (obj == NULL)
+        obj = tc_refill(tc, cls);
+    track_alloc(obj, size, 0); /* NULL: nothing */
+    return obj;
 }
 
 static HC_NOINLINE void free_slow(void *ptr, size_t size) {
@@ -97,13 +105,16 @@ HC_EXPORT void *hc_malloc(size_t size) {
     tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
         void *obj = tc_try_alloc(tc, sc_index_small(size));
-        if (HC_LIKELY(obj != NULL))
+        if (HC_LIKELY(obj != NULL)) {
+            track_alloc(obj, size, 0);
             return obj;
+        }
     }
     return malloc_slow(size);
 }
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
+    track_free(ptr, size); /* from here on only the free list may touch it */
     tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
         if (HC_LIKELY(tc_try_free(tc, sc_index_small(size), ptr)))

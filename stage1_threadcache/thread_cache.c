@@ -15,6 +15,7 @@
 #include "common/lock.h"
 #include "common/os.h"
 #include "common/pool.h"
+#include "common/track.h"
 
 /* Each thread maps its memory in chunks of this size; a refill that does not
  * fit in what is left of the chunk maps a new one (the tail is wasted: less
@@ -61,6 +62,7 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
         char *fresh = os_map(chunk);
         if (fresh == NULL)
             return NULL; /* errno = ENOMEM from os_map */
+        track_internal_end(fresh, chunk); /* no object is carved from it yet */
         tc->chunk_cursor = fresh;
         tc->chunk_end = fresh + chunk;
     }

@@ -16,6 +16,7 @@
 #include "common/free_list.h"
 #include "common/os.h"
 #include "common/size_class.h"
+#include "common/track.h"
 
 /* Aligned (and so padded) to a cache line: two hot buckets side by side
  * would otherwise share a line, and each lock taken on one would evict the
@@ -51,6 +52,7 @@ static uint32_t cc_carve_new_span(unsigned cls, void **first, void **last) {
     char *span = os_map(span_bytes);
     if (span == NULL)
         return 0;
+    track_internal_end(span, span_bytes); /* no object in it is handed out yet */
     uint32_t count = (uint32_t)(span_bytes / size);
     char *obj = span;
     for (uint32_t i = 0; i + 1 < count; i++, obj += size)

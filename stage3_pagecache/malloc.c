@@ -225,6 +225,7 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
 }
 
 HC_EXPORT void hc_free(void *ptr) {
+    /* LAB BEGIN: free_dispatch */
     /* The raw page-map entry, not pc_span_of: for a small span the object
      * check below is also the bounds check (span.h), so a stale entry that
      * names some other span is rejected without comparing page ranges. */
@@ -238,6 +239,7 @@ HC_EXPORT void hc_free(void *ptr) {
         return;
     }
     free_unsized_slow(ptr);
+    /* LAB END: free_dispatch */
 }
 
 /* ---- The rest of the API ----------------------------------------------------------- */
@@ -278,7 +280,9 @@ HC_EXPORT size_t hc_usable_size(const void *ptr) {
     if (ptr == NULL)
         return 0;
     void *p = (void *)(uintptr_t)ptr;
-    return block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
+    size_t usable = block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
+    track_resize(p, usable, usable); /* the program may use all of it now */
+    return usable;
 }
 
 /* realloc(p, 0) frees p and returns NULL, as glibc does. A block stays where
@@ -294,14 +298,19 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
         hc_free(ptr);
         return NULL;
     }
+    size_t old = block_size(span);
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
-                                  : size > HC_MAX_SMALL_SIZE && large_pages(size) == span->page_count)
+                                  : size > HC_MAX_SMALL_SIZE && large_pages(size) == span->page_count) {
+        track_resize(ptr, old, size);
         return ptr;
+    }
     void *fresh = hc_malloc(size);
     if (fresh == NULL)
         return NULL;
-    size_t old = block_size(span);
+    /* The copy reads the whole slot, past what a checker knows was asked for. */
+    track_internal_begin(ptr, old);
     memcpy(fresh, ptr, old < size ? old : size);
+    track_internal_end(ptr, old);
     hc_free(ptr);
     return fresh;
 }

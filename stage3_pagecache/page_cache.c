@@ -11,6 +11,7 @@
 #include "common/lock.h"
 #include "common/os.h"
 #include "common/pool.h"
+#include "common/track.h"
 
 static hc_lock pc_lock = HC_LOCK_INITIALIZER;
 static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
@@ -88,6 +89,7 @@ static hc_span *free_span_starting_at(uintptr_t page) {
 /* Frees span `s` (not on any list), merging it with free neighbours on both
  * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify. */
 static void free_span_merge_insert(hc_span *s) {
+    /* LAB BEGIN: merge */
     hc_span *left = free_span_ending_at(s->start_page);
     if (left != NULL) {
         free_span_remove(left);
@@ -102,6 +104,7 @@ static void free_span_merge_insert(hc_span *s) {
         span_dead(right);
     }
     free_span_insert(s);
+    /* LAB END: merge */
 }
 
 /* The best free span for `pages` pages: the exact list, then the next longer
@@ -127,6 +130,7 @@ static hc_span *free_span_find(size_t pages) {
  * describing the middle, or NULL (s back on its list) if a record for a
  * piece could not be had. */
 static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
+    /* LAB BEGIN: split */
     size_t before = at - s->start_page;
     size_t after = span_end_page(s) - (at + pages);
     hc_span *head = NULL, *tail = NULL;
@@ -141,6 +145,7 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
     s->start_page = at;
     s->page_count = pages;
     return s;
+    /* LAB END: split */
 }
 
 /* ---- Growing the heap -------------------------------------------------------- */
@@ -158,6 +163,7 @@ static int heap_grow(size_t pages) {
     char *region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
     if (region == NULL)
         return -1;
+    track_internal_end(region, grow << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
     hc_span *s = span_new(first, grow);
     if (s == NULL || pm_ensure(first, grow) != 0) {
@@ -212,6 +218,7 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
     char *block = os_map_aligned(pages << HC_PAGE_SHIFT, alignment);
     if (block == NULL)
         return NULL;
+    track_internal_end(block, pages << HC_PAGE_SHIFT); /* past the block's size: no one's */
     hc_lock_acquire(&pc_lock);
     hc_span *s = span_new(span_page_of(block), pages);
     if (s == NULL || pm_ensure(s->start_page, pages) != 0) {

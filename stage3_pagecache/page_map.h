@@ -65,6 +65,7 @@ extern pm_mid *pm_root[PM_ROOT_ENTRIES];
  * that can be given any pointer checks that the span it gets covers the page
  * and is in use (see page_cache.h, pc_span_of). */
 HC_INLINE hc_span *pm_lookup(uintptr_t page) {
+    /* LAB BEGIN: page_map_lookup */
     if (HC_UNLIKELY(page >= PM_PAGE_ID_LIMIT))
         return NULL;
     pm_mid *mid = __atomic_load_n(&pm_root[page >> (PM_MID_BITS + PM_LEAF_BITS)], __ATOMIC_ACQUIRE);
@@ -75,6 +76,7 @@ HC_INLINE hc_span *pm_lookup(uintptr_t page) {
     if (HC_UNLIKELY(leaf == NULL))
         return NULL;
     return __atomic_load_n(&leaf->spans[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE);
+    /* LAB END: page_map_lookup */
 }
 
 /* ---- Writers: the caller serialises them (the page cache's lock) ----------- */

@@ -11,6 +11,7 @@ static hc_options options;
 static pthread_once_t options_once = PTHREAD_ONCE_INIT;
 
 int hc_parse_size(const char *text, size_t *out) {
+    /* LAB BEGIN: parse_size */
     size_t value = 0;
     const char *p = text;
     if (*p < '0' || *p > '9')
@@ -31,6 +32,7 @@ int hc_parse_size(const char *text, size_t *out) {
         return -1;
     *out = value << shift;
     return 0;
+    /* LAB END: parse_size */
 }
 
 /* Reads `name` into *value; keeps the default and warns if malformed. */

@@ -41,6 +41,7 @@
 #include "common/lock.h"
 #include "common/os.h"
 #include "common/pool.h"
+#include "common/track.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/page_release.h"
 
@@ -219,6 +220,7 @@ static int heap_grow(size_t pages) {
     char *region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
     if (region == NULL)
         return -1;
+    track_internal_end(region, grow << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
     hc_span *s = span_new(first, grow);
     if (s != NULL)
@@ -278,6 +280,7 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
     char *block = os_map_aligned(pages << HC_PAGE_SHIFT, alignment);
     if (block == NULL)
         return NULL;
+    track_internal_end(block, pages << HC_PAGE_SHIFT); /* past the block's size: no one's */
     hc_lock_acquire(&pc_lock);
     hc_span *s = span_new(span_page_of(block), pages);
     if (s == NULL || pm_ensure(s->start_page, pages) != 0) {

@@ -94,6 +94,7 @@ static void tc_budget_init_locked(void) {
 
 /* Moves up to `want` bytes of share to `tc`; registry lock held. */
 static void tc_claim_share_locked(tc_cache *tc, size_t want) {
+    /* LAB BEGIN: budget_claim */
     size_t take = want < tc_unclaimed ? want : tc_unclaimed;
     tc_unclaimed -= take;
     tc->share_bytes += take;
@@ -109,10 +110,12 @@ static void tc_claim_share_locked(tc_cache *tc, size_t want) {
         tc->share_bytes += take;
         want -= take;
     }
+    /* LAB END: budget_claim */
 }
 
 /* Reserves `need` bytes of capacity for tc; returns 1 on success. */
 static int tc_reserve(tc_cache *tc, size_t need) {
+    /* LAB BEGIN: budget_reserve */
     int granted;
     hc_lock_acquire(&tc_registry_lock);
     if (tc->capacity_bytes + need > tc->share_bytes) {
@@ -124,6 +127,7 @@ static int tc_reserve(tc_cache *tc, size_t need) {
         tc->capacity_bytes += need;
     hc_lock_release(&tc_registry_lock);
     return granted;
+    /* LAB END: budget_reserve */
 }
 
 /* Gives up to `n` objects of lists[cls] back to the central cache. */
@@ -209,6 +213,7 @@ tc_cache *tc_get_or_create(void) {
 
 /* The pthread key destructor: runs when a thread that has a cache exits. */
 static void tc_thread_exit(void *arg) {
+    /* LAB BEGIN: thread_exit */
     tc_cache *tc = arg;
     tc_thread_exited = 1;
     tc_current = &tc_sentinel;
@@ -227,6 +232,7 @@ static void tc_thread_exit(void *arg) {
     tc_unclaimed += tc->share_bytes;
     hc_lock_release(&tc_registry_lock);
     pool_free(&tc_cache_pool, tc);
+    /* LAB END: thread_exit */
 }
 
 /* ---- Refill, overflow, flush ----------------------------------------------------- */

@@ -5,11 +5,16 @@ own package:
   conformance_test       the API contract of DESIGN.md
   stress_test            threads, random sizes, cross-thread frees, patterns
   stress_test_tsan       the stress test with the stage built under TSan
-  stress_test_valgrind   the stress test under valgrind memcheck
-so `bazel test //stageN_x:all` runs every flavour with no flags.
+  stress_test_asan       the stress test built under ASan, free memory
+                         poisoned (common/track.h)
+  stress_test_valgrind   the stress test under valgrind memcheck, with every
+                         block announced to it (common/track.h)
+and the reliability checks of tests/reliability.bzl, so
+`bazel test //stageN_x:all` runs every flavour with no flags.
 """
 
-load("//tests:flavours.bzl", "tsan_test")
+load("//tests:flavours.bzl", "flavour_test")
+load("//tests:reliability.bzl", "hc_reliability_tests")
 
 def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
     """Instantiates the shared suite against `stage` (a cc_library label).
@@ -51,21 +56,26 @@ def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
         env = stress_env,
     )
 
-    tsan_test(
-        name = "stress_test_tsan",
-        size = "large",
-        binary = ":stress_test_bin",
-        test_env = dict({"HC_STRESS_OPS": "30000"}, **stress_env),
-    )
+    # The sanitizer flavours: fewer operations, as each costs several times more.
+    for flavour, ops in [("tsan", "30000"), ("asan", "50000")]:
+        flavour_test(
+            name = "stress_test_" + flavour,
+            size = "large",
+            flavour = flavour,
+            binary = ":stress_test_bin",
+            test_env = dict({"HC_STRESS_OPS": ops}, **stress_env),
+        )
 
-    native.sh_test(
+    flavour_test(
         name = "stress_test_valgrind",
         size = "large",
-        srcs = ["//tests:valgrind_test.sh"],
-        args = ["$(location :stress_test_bin)"],
-        data = [":stress_test_bin"],
-        env = dict({
+        flavour = "valgrind",
+        binary = ":stress_test_bin",
+        runner = "//tests:valgrind_runner",
+        test_env = dict({
             "HC_STRESS_THREADS": "4",
             "HC_STRESS_OPS": "15000",
         }, **valgrind_env),
     )
+
+    hc_reliability_tests(stage = stage)

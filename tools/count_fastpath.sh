@@ -1,12 +1,14 @@
 #!/bin/bash
 # tools/count_fastpath.sh — instructions one hc_malloc(SIZE) + hc_free_sized
-# pair executes on the fast path, counted exactly by callgrind.
+# (or hc_free) pair executes on the fast path, counted exactly by callgrind.
 #
-# usage: tools/count_fastpath.sh [STAGE] [SIZE]   (stage1_threadcache, 32)
+# usage: tools/count_fastpath.sh [STAGE] [SIZE] [FREE]
+#        (stage1_threadcache, 32, hc_free_sized; FREE=hc_free needs stage 3 on:
+#        before it, free without a size is not supported)
 #
 # Builds tools/figures's loop against STAGE with --config=opt, runs it under
 # callgrind twice (A and B pairs), collecting only inside hc_malloc and
-# hc_free_sized (and what they call). The difference divided by B - A is the
+# FREE (and what they call). The difference divided by B - A is the
 # cost of one steady-state pair: the one-time cost of the first, slow pair
 # (creating the thread cache, the refill) cancels out.
 set -euo pipefail
@@ -14,6 +16,12 @@ cd "$(dirname "$0")/.."
 
 stage=${1:-stage1_threadcache}
 size=${2:-32}
+free_fn=${3:-hc_free_sized}
+case $free_fn in
+    hc_free_sized) mode=sized ;;
+    hc_free) mode=unsized ;;
+    *) echo "count_fastpath: FREE must be hc_free_sized or hc_free, not $free_fn" >&2; exit 2 ;;
+esac
 pairs_a=1000
 pairs_b=11000
 bin=bazel-bin/tools/figures/fastpath_loop_$stage
@@ -25,7 +33,7 @@ collect() {
     local pairs=${*: -1} toggles=()
     for fn in "${@:1:$#-1}"; do toggles+=("--toggle-collect=$fn"); done
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "${toggles[@]}" \
-        "$bin" "$pairs" "$size" 2>&1 | sed -n 's/^==[0-9]*== Collected : *//p'
+        "$bin" "$pairs" "$size" "$mode" 2>&1 | sed -n 's/^==[0-9]*== Collected : *//p'
 }
 
 n=$((pairs_b - pairs_a))
@@ -34,13 +42,14 @@ per_pair() { # FUNCTION...: prints the command, both counts and the cost per pai
     a=$(collect "$@" $pairs_a)
     b=$(collect "$@" $pairs_b)
     for fn in "$@"; do toggles+=" --toggle-collect=$fn"; done
-    echo "valgrind --tool=callgrind$toggles $bin $pairs_a $size: $a instructions"
-    echo "valgrind --tool=callgrind$toggles $bin $pairs_b $size: $b instructions"
+    echo "valgrind --tool=callgrind$toggles $bin $pairs_a $size $mode: $a instructions"
+    echo "valgrind --tool=callgrind$toggles $bin $pairs_b $size $mode: $b instructions"
     awk -v a="$a" -v b="$b" -v n=$n -v what="$*" \
         'BEGIN { printf "  %s: %g per pair ((%d - %d) / %d)\n", what, (b - a) / n, b, a, n }'
 }
 
-echo "$stage, hc_malloc($size) + hc_free_sized(p, $size), fast path:"
+if [ "$mode" = sized ]; then call="hc_free_sized(p, $size)"; else call="hc_free(p)"; fi
+echo "$stage, hc_malloc($size) + $call, fast path:"
 per_pair hc_malloc
-per_pair hc_free_sized
-per_pair hc_malloc hc_free_sized
+per_pair "$free_fn"
+per_pair hc_malloc "$free_fn"

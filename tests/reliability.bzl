@@ -1,0 +1,101 @@
+"""hc_reliability_tests: the checks that try hard to break a stage (issue 9).
+
+hc_stage_tests (defs.bzl) calls this for every stage, which gets, in its own
+package:
+  checker_reports_valgrind_test  tests/misuse.c's mistakes (use after free,
+                                 double free, overflows, a leak) each reported
+                                 by memcheck, and none for a clean run
+  checker_reports_asan_test      the same mistakes under AddressSanitizer
+                                 (use after free and overflows)
+  bad_input_test                 impossible requests and invalid frees
+  bad_input_debug_test           the same in a debug build (HC_DEBUG=1), where
+                                 double free and a wrong size are caught
+  alloc_fuzz_replay_test         the fuzz target on its seed corpus and on a
+                                 fixed set of pseudo-random programs
+  stress_faults_test             the stress test with OS mappings failing at
+                                 random (fault injection), then recovery
+  stress_soak_test               a short soak: RSS sampled every second
+tools/fuzz.sh runs the same fuzz target under libFuzzer (clang).
+"""
+
+load("//tests:flavours.bzl", "flavour_test")
+
+def hc_reliability_tests(stage, soak_seconds = 10):
+    """Instantiates the reliability checks against `stage`.
+
+    Args:
+      stage: the stage's allocator library, exporting the hc_* API.
+      soak_seconds: how long stress_soak_test runs (CI keeps it short;
+        for a real soak: bazel test //stageN_x:stress_soak_test
+        --test_env=HC_STRESS_SOAK_SECONDS=3600 --test_timeout=4000).
+    """
+    native.cc_binary(
+        name = "misuse",
+        testonly = True,
+        deps = ["//tests:misuse", stage],
+    )
+
+    for tool in ["valgrind", "asan"]:
+        flavour_test(
+            name = "checker_reports_%s_test" % tool,
+            size = "medium",
+            flavour = tool,
+            binary = ":misuse",
+            runner = "//tests:expect_reports",
+            args = [tool],
+        )
+
+    native.cc_binary(
+        name = "bad_input_test_bin",
+        testonly = True,
+        deps = [
+            "//tests:bad_input",
+            stage,
+            "@googletest//:gtest_main",
+        ],
+    )
+
+    native.cc_test(
+        name = "bad_input_test",
+        size = "small",
+        deps = [
+            "//tests:bad_input",
+            stage,
+            "@googletest//:gtest_main",
+        ],
+    )
+
+    flavour_test(
+        name = "bad_input_debug_test",
+        size = "small",
+        flavour = "debug",
+        binary = ":bad_input_test_bin",
+    )
+
+    native.cc_test(
+        name = "alloc_fuzz_replay_test",
+        size = "small",
+        args = ["$(locations //tests:alloc_fuzz_corpus)"],
+        data = ["//tests:alloc_fuzz_corpus"],
+        deps = [
+            "//tests:alloc_fuzz",
+            "//tests:fuzz_replay_main",
+            stage,
+        ],
+    )
+
+    # The stress test's two other modes (knobs of tests/stress_test.cc).
+    for name, env in [
+        ("stress_faults_test", {"HC_STRESS_FAIL_ONE_IN": "2", "HC_STRESS_OPS": "50000"}),
+        ("stress_soak_test", {"HC_STRESS_SOAK_SECONDS": str(soak_seconds), "HC_STRESS_THREADS": "4"}),
+    ]:
+        native.cc_test(
+            name = name,
+            size = "medium",
+            deps = [
+                "//tests:stress",
+                stage,
+                "@googletest//:gtest_main",
+            ],
+            env = env,
+        )
