@@ -14,8 +14,13 @@
  *   - release policy (HCMALLOC_RELEASE_RATE = R, 0 = never): every page
  *     freed into the page cache earns R credits; each time the credit
  *     reaches PC_RELEASE_CREDIT (1024), the free span with the most backed
- *     pages goes back to the OS. R = 1 releases one span per 8 MiB freed,
- *     R = 1024 one per page freed (in effect everything, at once). The
+ *     pages goes back to the OS -- but only while more than a reserve of
+ *     32 MiB / R of free pages is still backed. R = 1 releases one span per
+ *     8 MiB freed beyond a 32 MiB reserve, R = 1024 one per page freed
+ *     beyond 32 KiB (in effect everything, at once). The reserve is what
+ *     keeps a program that frees and reallocates big blocks in a loop from
+ *     faulting every page back in each time (without it the bench's
+ *     `large` workload ran 30-100x slower than stage 3's). The
  *     biggest first: the most memory per system call, and the span least
  *     likely to be asked for again soon (the size classes keep asking for
  *     short ones);
@@ -47,6 +52,8 @@
 
 /* Credits (pages freed x HCMALLOC_RELEASE_RATE) that pay for one release. */
 #define PC_RELEASE_CREDIT 1024
+/* Free pages kept backed at rate 1 (32 MiB); at rate R, this / R. */
+#define PC_RELEASE_RESERVE_PAGES (((size_t)32 << 20) >> HC_PAGE_SHIFT)
 /* Credit beyond this is dropped: a long run of frees with nothing backed
  * left to release must not turn into a burst of releases much later. */
 #define PC_RELEASE_CREDIT_MAX (64 * PC_RELEASE_CREDIT)
@@ -413,7 +420,9 @@ static void release_on_free(size_t pages) {
     release_credit += pages * release_rate;
     if (release_credit > PC_RELEASE_CREDIT_MAX)
         release_credit = PC_RELEASE_CREDIT_MAX;
-    while (release_credit >= PC_RELEASE_CREDIT) {
+    size_t reserve = PC_RELEASE_RESERVE_PAGES / release_rate;
+    while (release_credit >= PC_RELEASE_CREDIT &&
+           totals.free_pages - totals.released_pages > reserve) {
         hc_span *s = most_backed_span();
         if (s == NULL) {
             release_credit = 0; /* nothing left to release: start saving again */

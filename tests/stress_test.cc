@@ -336,7 +336,9 @@ TEST(Stress, ThreadsAllocateVerifyAndFreeAcrossThreads) {
         bool asserted = hc_test::HasFeature(HC_FEATURE_RELEASE_TO_OS);
         std::printf("soak: %zu samples, %s: %s (%s)\n", samples.size(), grows ? "grows" : "bounded", why.c_str(),
                     asserted ? "asserted" : ("not asserted: " + hc_test::MissingFeature("release to the OS")).c_str());
-        if (asserted) EXPECT_FALSE(grows) << "RSS not in use keeps growing: " << why;
+        if (asserted) {
+            EXPECT_FALSE(grows) << "RSS not in use keeps growing: " << why;
+        }
     }
 
     EXPECT_EQ(totals.corrupt.load(), 0u);
