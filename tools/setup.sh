@@ -8,7 +8,8 @@ packages=(
     bazel-rules-java       # local repositories the WORKSPACE points at
     bazel-platforms
     build-essential        # gcc 12 (TSan, ASan)
-    clang                  # libFuzzer targets
+    clang                  # libFuzzer targets (tools/fuzz.sh)
+    libclang-rt-14-dev     # ... and its runtime, only "recommended" by clang
     googletest             # sources in /usr/src/googletest, built by Bazel
     valgrind               # memcheck test flavour, callgrind instruction counts
     libtcmalloc-minimal4   # bench peers
