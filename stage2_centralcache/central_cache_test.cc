@@ -2,7 +2,6 @@
 // it buys over stage 1.
 #include <errno.h>
 #include <gtest/gtest.h>
-#include <pthread.h>
 
 #include <atomic>
 #include <set>
@@ -15,6 +14,8 @@ extern "C" {
 #include "stage1_threadcache/thread_cache.h"
 #include "stage2_centralcache/central_cache.h"
 }
+
+#include "tests/lock_probe.h"
 
 namespace {
 
@@ -96,13 +97,7 @@ TEST(CentralCache, ObjectsAreConserved) {
 }
 
 std::atomic<int> held_lock_seen{0};
-void CheckNoBucketLockHeld(size_t) {
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        pthread_mutex_t *m = &cc_bucket_lock(cls)->mutex;
-        if (pthread_mutex_trylock(m) != 0) held_lock_seen++;
-        else pthread_mutex_unlock(m);
-    }
-}
+void CheckNoBucketLockHeld(size_t) { held_lock_seen += hc_test::HeldBucketLocks(); }
 
 TEST(CentralCache, NoBucketLockIsHeldAcrossACallIntoTheOS) {
     // Single-threaded: a lock found busy can only be held by this thread.
