@@ -156,11 +156,13 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
 
 /* A small object, already checked and noted, to the thread cache's slow side. */
 static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
+    int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
     if (tc == NULL)
         tc_free_without_cache(ptr, cls);
     else if (!tc_try_free(tc, cls, ptr))
         tc_overflow(tc, cls, ptr);
+    errno = saved_errno;
 }
 
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
