@@ -17,7 +17,9 @@ static void write_all(const char *s, size_t n) {
 
 static void write_str(const char *s) { write_all(s, strlen(s)); }
 
-void hc_fatal_pointer(const char *what, const void *addr) {
+void hc_fatal_pointer(const char *what, const void *addr) { hc_fatal_pointer_why(what, addr, NULL); }
+
+void hc_fatal_pointer_why(const char *what, const void *addr, const char *why) {
     char hex[2 + 16 + 1];
     uintptr_t v = (uintptr_t)addr;
     int i = (int)sizeof hex - 1;
@@ -32,6 +34,11 @@ void hc_fatal_pointer(const char *what, const void *addr) {
     write_str(what);
     write_str(" ");
     write_str(hex + i);
+    if (why != NULL) {
+        write_str(" (");
+        write_str(why);
+        write_str(")");
+    }
     write_str("\n");
     abort();
 }

@@ -9,6 +9,15 @@
 /* Prints "hcmalloc: <what> 0x<addr>" and aborts. */
 __attribute__((noreturn, cold)) void hc_fatal_pointer(const char *what, const void *addr);
 
+/* Why an object in a returned batch may be invalid (central cache). */
+#define HC_CORRUPT_LIST_WHY                                                              \
+    "returned from a thread cache: a free list corrupted by a double free or a write " \
+    "after free, or a wrong size given to free_sized"
+
+/* The same, followed by " (<why>)": what the allocator can tell of the cause. */
+__attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, const void *addr,
+                                                          const char *why);
+
 /* Prints "hcmalloc: <message>" and aborts. */
 __attribute__((noreturn, cold)) void hc_fatal(const char *message);
 

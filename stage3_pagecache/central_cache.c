@@ -141,14 +141,20 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
 }
 
 /* The span of an object given back to class `cls`'s bucket. The page map
- * entry is current, since the object is in use; anything else (a pointer
- * that is no object of ours, or one of another class: a wrong size given to
- * hc_free_sized) would corrupt the span, so it stops the program. */
+ * entry is current, since the object is in use; anything else would corrupt
+ * the span, so it stops the program. Such an object got onto a thread's list
+ * unchecked: a wrong size or a foreign pointer given to hc_free_sized (whose
+ * fast path does not look at the page map), or a list corrupted by a double
+ * free or a write after free (its link word is garbage, often 0). A release
+ * build finds it only here, when its batch comes back, and only if it has
+ * not been handed out first as an object of the wrong class: a too-large
+ * class then overflows into the next object (docs/design.md, section 6). A
+ * debug build (HC_DEBUG) catches both mistakes at the call. */
 static hc_span *cc_span_of_object(unsigned cls, void *obj) {
     hc_span *span = pc_span_of(obj);
     if (HC_UNLIKELY(span == NULL || span->state != SPAN_SMALL || span->size_class != cls ||
                     span_object_index(span, obj) < 0 || span->objects_in_use == 0))
-        hc_fatal_pointer("free(): invalid pointer", obj);
+        hc_fatal_pointer_why("free(): invalid pointer", obj, HC_CORRUPT_LIST_WHY);
     return span;
 }
 

@@ -10,6 +10,7 @@
  * See docs/dropin.md. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,12 +114,44 @@ HC_EXPORT void free_aligned_sized(void *ptr, size_t alignment, size_t size) {
     hc_free(ptr);
 }
 
+/* glibc's own entry points, which some programs and libraries call
+ * directly (and glibc's malloc hooks used to): a block from __libc_malloc
+ * freed with free, or the reverse, must meet one allocator. */
+HC_EXPORT void *__libc_malloc(size_t size) { return hc_malloc(size); }
+HC_EXPORT void __libc_free(void *ptr) { hc_free(ptr); }
+HC_EXPORT void *__libc_calloc(size_t count, size_t size) { return hc_calloc(count, size); }
+HC_EXPORT void *__libc_realloc(void *ptr, size_t size) { return hc_realloc(ptr, size); }
+HC_EXPORT void *__libc_memalign(size_t alignment, size_t size) { return memalign(alignment, size); }
+
 /* glibc: returns 1 if memory was released. We cannot tell cheaply; the
- * free pages are returned either way. */
+ * free pages are returned either way (the caller's thread cache too). */
 HC_EXPORT int malloc_trim(size_t pad) {
     (void)pad;
     hc_release_free_memory();
     return 1;
+}
+
+/* glibc's mallinfo2 describes its arenas; ours says the same things of
+ * hcmalloc's tiers (docs/dropin.md has the table):
+ *   arena     bytes mapped from the OS for the heap (metadata excluded)
+ *   uordblks  bytes in use by the program (rounded to size classes)
+ *   fordblks  free bytes the allocator holds: thread caches, central
+ *             cache, and free page-cache spans still resident
+ *   keepcost  free bytes already given back to the OS (address kept)
+ *   hblkhd    the allocator's own metadata (span records, page map, caches)
+ * The counts of chunks (ordblks, smblks, hblks) and fsmblks/usmblks have no
+ * counterpart and stay 0. */
+HC_EXPORT struct mallinfo2 mallinfo2(void) {
+    hc_stats s;
+    hc_get_stats(&s);
+    struct mallinfo2 info;
+    memset(&info, 0, sizeof info);
+    info.arena = s.os_mapped_bytes - s.metadata_bytes;
+    info.uordblks = s.bytes_in_use;
+    info.fordblks = s.thread_cache_bytes + s.central_cache_bytes + s.page_cache_free_bytes;
+    info.keepcost = s.released_bytes;
+    info.hblkhd = s.metadata_bytes;
+    return info;
 }
 
 /* glibc prints its arena report on stderr; ours is hcmalloc's. */

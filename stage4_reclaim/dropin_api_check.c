@@ -239,6 +239,52 @@ static void check_cross_thread_free(void) {
     pthread_join(t, NULL);
 }
 
+/* ---- glibc's own entry points and statistics ---------------------------------- */
+
+void *__libc_malloc(size_t size);
+void __libc_free(void *ptr);
+void *__libc_calloc(size_t count, size_t size);
+void *__libc_realloc(void *ptr, size_t size);
+void *__libc_memalign(size_t alignment, size_t size);
+
+/* A block from one family freed by the other: both must be hcmalloc's
+ * (with glibc's __libc_* behind malloc/free this aborts in free). */
+static void check_libc_entry_points(void) {
+    void *a = __libc_malloc(33);
+    CHECK(a != NULL && malloc_usable_size(a) == 48, "__libc_malloc(33) is not hcmalloc's");
+    free(a);
+    void *b = malloc(100);
+    __libc_free(b);
+    char *c = __libc_calloc(10, 10);
+    CHECK(c != NULL && c[0] == 0 && c[99] == 0, "__libc_calloc");
+    c = __libc_realloc(c, 5000);
+    CHECK(c != NULL && c[99] == 0, "__libc_realloc keeps the contents");
+    free(c);
+    c = realloc(NULL, 64);
+    c = __libc_realloc(c, 200);
+    __libc_free(c);
+    void *d = __libc_memalign(4096, 100);
+    CHECK(d != NULL && is_aligned(d, 4096), "__libc_memalign(4096)");
+    free(d);
+}
+
+static void check_trim_and_mallinfo2(void) {
+    enum { kBlocks = 64, kSize = 256 << 10 };
+    void *blocks[kBlocks];
+    for (int i = 0; i < kBlocks; i++) memset(blocks[i] = malloc(kSize), 1, kSize);
+    struct mallinfo2 busy = mallinfo2();
+    CHECK(busy.uordblks >= (size_t)kBlocks * kSize, "mallinfo2 uordblks %zu", busy.uordblks);
+    CHECK(busy.arena >= busy.uordblks, "mallinfo2 arena %zu < uordblks %zu", busy.arena, busy.uordblks);
+    for (int i = 0; i < kBlocks; i++) free(blocks[i]);
+    struct mallinfo2 freed = mallinfo2();
+    CHECK(freed.uordblks + (size_t)kBlocks * kSize <= busy.uordblks + kSize,
+          "mallinfo2 uordblks %zu after freeing, %zu before", freed.uordblks, busy.uordblks);
+    CHECK(malloc_trim(0) == 1, "malloc_trim");
+    struct mallinfo2 trimmed = mallinfo2();
+    CHECK(trimmed.keepcost >= (size_t)kBlocks * kSize,
+          "after malloc_trim, keepcost (released) %zu", trimmed.keepcost);
+}
+
 int main(void) {
     *(void **)&free_sized = dlsym(RTLD_DEFAULT, "free_sized");
     *(void **)&free_aligned_sized = dlsym(RTLD_DEFAULT, "free_aligned_sized");
@@ -256,6 +302,8 @@ int main(void) {
     check_aligned_alloc_and_memalign();
     check_valloc();
     check_cross_thread_free();
+    check_libc_entry_points();
+    check_trim_and_mallinfo2();
     if (failures != 0) {
         fprintf(stderr, "dropin_api_check: %d failures\n", failures);
         return 1;

@@ -1,0 +1,89 @@
+// stage3_pagecache/release_checks_test.cc — what a release build catches of
+// a double free and of a wrong size given to hc_free_sized, and what it does
+// not (docs/design.md, section 6). The debug build catches both at the call
+// (tests/bad_input_test.cc, bad_input_debug_test); these tests skip there.
+// Each test uses size classes no other test here touches, and runs its
+// mistake in a forked child (EXPECT_DEATH / EXPECT_EXIT), so the corruption
+// it causes stays there.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "common/compiler.h"
+
+extern "C" {
+#include "common/hcmalloc.h"
+}
+
+namespace {
+
+#define SKIP_IN_DEBUG_BUILDS() \
+    if (HC_DEBUG) GTEST_SKIP() << "HC_DEBUG catches this at the call (bad_input_debug_test)"
+
+constexpr const char *kCorruptBatch =
+    "hcmalloc: free\\(\\): invalid pointer 0x[0-9a-f]+ \\(returned from a thread cache: .*double free.*wrong size";
+
+// Caught: the wrongly sized object reaches the central cache before anyone
+// allocates it again, and its span says it is of another class.
+TEST(ReleaseChecks, WrongSizeIsCaughtWhenItsBatchComesBack) {
+    SKIP_IN_DEBUG_BUILDS();
+    EXPECT_DEATH(
+        {
+            void *p = hc_malloc(64);
+            hc_free_sized(p, 4096);
+            hc_thread_flush();
+        },
+        kCorruptBatch);
+}
+
+// Not caught: the next malloc of the wrong class gets the object, 48 bytes
+// promised as 4096. Writing them all would overflow into the neighbours.
+TEST(ReleaseChecks, WrongSizeMayBeHandedOutAsTheWrongClass) {
+    SKIP_IN_DEBUG_BUILDS();
+    EXPECT_EXIT(
+        {
+            void *p = hc_malloc(48);
+            hc_free_sized(p, 3000);
+            void *q = hc_malloc(3000);
+            _exit(q == p ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+// Caught: freed twice, the object is on its list twice (linked to itself),
+// so a flush returns more copies of it than its span has objects out.
+TEST(ReleaseChecks, DoubleFreeIsCaughtWhenMoreCopiesComeBackThanAreOut) {
+    SKIP_IN_DEBUG_BUILDS();
+    EXPECT_DEATH(
+        {
+            std::thread([] {
+                void *p = hc_malloc(1536);
+                hc_free(p);
+                hc_free(p);
+                hc_thread_flush();
+            }).join();
+        },
+        kCorruptBatch);
+}
+
+// Not caught: the list links the object to itself, so the next two mallocs
+// of its class both return it: two owners of one block. (Had the copies gone
+// back to the central cache instead, each would have lowered the span's
+// count of objects out, which can reach 0 while other objects of the span
+// are live: the span then goes back to the page cache under them.)
+TEST(ReleaseChecks, DoubleFreeHandsTheBlockOutTwice) {
+    SKIP_IN_DEBUG_BUILDS();
+    EXPECT_EXIT(
+        {
+            void *p = hc_malloc(2048);
+            hc_free(p);
+            hc_free(p);
+            void *a = hc_malloc(2048);
+            void *b = hc_malloc(2048);
+            _exit(a == p && b == p ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace

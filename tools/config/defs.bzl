@@ -1,0 +1,25 @@
+"""skip_under: a target that cannot run under some build configurations.
+
+    cc_test(
+        name = "release_test",
+        ...
+        target_compatible_with = skip_under({
+            "asan": "RSS limits do not hold under ASan's quarantine",
+        }),
+    )
+
+The reason is for the reader (and `bazel query --output=build`); Bazel only
+needs the keys. See tools/config/BUILD.
+"""
+
+def skip_under(reasons):
+    """A select() for target_compatible_with: incompatible under each config named.
+
+    Args:
+      reasons: {config name ("asan", "tsan", "debug", "opt"): why it cannot run}.
+    Returns:
+      A select() usable as target_compatible_with.
+    """
+    branches = {"//tools/config:" + config: ["//tools/config:skip"] for config in reasons}
+    branches["//conditions:default"] = []
+    return select(branches)
