@@ -29,7 +29,8 @@ import time
 # ---- What the bench knows ---------------------------------------------------------
 
 WORKLOADS = {
-    # name: (what a run does, the allocator articles it models: /work/shared/articles)
+    # name: (what a run does, the allocator articles it models: 000-004 are
+    # [A0]-[A4] of docs/README.md's Sources)
     "tight": ("N threads x (malloc 32 B, write 32 B, free)", "000, 001"),
     "hold": ("128 B blocks, 9 in 10 kept until the round ends, every 10th freed at once", "001"),
     "mixed": ("random 8 B..4 KiB, a live window of 1,000 per thread, random victims", "004"),

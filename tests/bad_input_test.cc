@@ -1,6 +1,6 @@
 // tests/bad_input_test.cc — what every stage does with input a caller got wrong.
 //
-// The contract (DESIGN.md): an impossible request is NULL with errno set and
+// The contract (docs/design.md): an impossible request is NULL with errno set and
 // nothing else disturbed; an invalid free stops the program with one line on
 // stderr. conformance_test covers the first examples of each; this file
 // sweeps the edges. The double-free and wrong-size checks exist only in a
@@ -192,7 +192,7 @@ TEST(BadInput, FreeOfAPointerInsideABlockAborts) {
 std::string DebugCheckUnavailable() {
     if (!HC_DEBUG) return "built without HC_DEBUG; the debug flavour (bad_input_debug_test) runs it";
     if (!HasFeature(HC_FEATURE_UNSIZED_FREE))
-        return "DESIGN.md: the debug free checks come with stage 3's page map; " +
+        return "docs/design.md: the debug free checks come with stage 3's page map; " +
                MissingFeature("the page map");
     return "";
 }

@@ -1,4 +1,4 @@
-// tests/conformance_test.cc — the API contract of DESIGN.md, run on every stage.
+// tests/conformance_test.cc — the API contract of docs/design.md, run on every stage.
 //
 // A test for a function the stage does not have yet skips, with the reason
 // taken from hc_features(); it never passes silently.

@@ -2,7 +2,7 @@
 
 A stage's BUILD calls `hc_stage_tests(stage = ":hcmalloc")` and gets, in its
 own package:
-  conformance_test       the API contract of DESIGN.md
+  conformance_test       the API contract of docs/design.md
   stress_test            threads, random sizes, cross-thread frees, patterns
   stress_test_tsan       the stress test with the stage built under TSan
   stress_test_asan       the stress test built under ASan, free memory
