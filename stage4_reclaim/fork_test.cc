@@ -1,6 +1,7 @@
 // stage4_reclaim/fork_test.cc — fork() while other threads allocate: the
 // child finds every allocator lock free, allocates, and exits cleanly.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,38 @@ TEST(Fork, ChildOfABusyMultiThreadedParentAllocatesAndExits) {
     stop = true;
     for (auto &t : threads) t.join();
     EXPECT_EQ(failures, 0);
+}
+
+// pthread_atfork runs prepare handlers in the reverse order of registration:
+// one registered after hcmalloc's runs before it, while no allocator lock is
+// taken, and may allocate anything. (One registered before hcmalloc's runs
+// after it took every lock: there a cache miss deadlocks. docs/dropin.md
+// states that limit; hcmalloc registers its handlers from a constructor so
+// that as few handlers as possible come before it.)
+void *prepare_blocks[3];
+void AllocatingPrepare() {
+    prepare_blocks[0] = hc_malloc(24);
+    prepare_blocks[1] = hc_malloc(200000);  // a span: the page cache's lock
+    prepare_blocks[2] = hc_malloc(3000);
+}
+void FreeingParent() {
+    for (void *p : prepare_blocks) hc_free(p);
+}
+
+TEST(Fork, APrepareHandlerRegisteredAfterHcmallocsMayAllocate) {
+    hc_free(hc_malloc(1));  // hcmalloc's handlers are registered by now
+    ASSERT_EQ(pthread_atfork(AllocatingPrepare, FreeingParent, nullptr), 0);
+    alarm(60);  // a deadlock fails the test instead of hanging it
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        for (void *p : prepare_blocks) hc_free(p);
+        _exit(ChildWork());
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    alarm(0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(Fork, HandlersCanBeCalledByHandAndReleaseEverything) {

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "common/fatal.h"
 #include "common/lock.h"
 #include "common/pool.h"
 #include "stage2_centralcache/central_cache.h"
@@ -60,6 +61,8 @@ static void tc_thread_exit(void *arg);
 
 static void tc_exit_key_create(void) {
     tc_exit_key_ok = pthread_key_create(&tc_exit_key, tc_thread_exit) == 0;
+    if (!tc_exit_key_ok) /* say so once: exiting threads' caches now stay cached */
+        hc_warn("pthread_key_create failed: caches of exiting threads will not be reclaimed");
 }
 
 static uint32_t tc_list_cap(unsigned cls) {

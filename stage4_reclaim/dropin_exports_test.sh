@@ -1,0 +1,36 @@
+#!/bin/bash
+# stage4_reclaim/dropin_exports_test.sh LIB — libhcmalloc.so exports the
+# public API (common/hcmalloc.h), the malloc family, glibc's __libc_* entry
+# points and C++ new/delete, and nothing else: no internal name (tc_, cc_,
+# pc_, pm_, os_, pool_, sc_...) can clash with a program's or be interposed.
+set -euo pipefail
+lib=$1
+expected=(
+    hc_malloc hc_free_sized hc_calloc hc_free hc_realloc hc_aligned_alloc
+    hc_usable_size hc_thread_flush hc_release_free_memory hc_get_stats
+    hc_stage_name hc_features
+    malloc free calloc realloc reallocarray memalign aligned_alloc
+    posix_memalign valloc pvalloc malloc_usable_size free_sized
+    free_aligned_sized malloc_trim malloc_stats mallinfo2
+    __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
+)
+# Defined, global, dynamic symbols: functions and data (not the version node).
+mapfile -t exported < <(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | sort -u)
+status=0
+for name in "${exported[@]}"; do
+    case $name in
+        _Znw* | _Zna* | _Zdl* | _Zda*) continue ;; # operator new / delete
+    esac
+    if ! printf '%s\n' "${expected[@]}" | grep -qx -- "$name"; then
+        echo "FAIL: $lib exports $name, which is not public API"
+        status=1
+    fi
+done
+for name in "${expected[@]}"; do
+    if ! printf '%s\n' "${exported[@]}" | grep -qx -- "$name"; then
+        echo "FAIL: $lib does not export $name"
+        status=1
+    fi
+done
+[ $status -eq 0 ] && echo "PASS: $lib exports ${#exported[@]} symbols, all public"
+exit $status
