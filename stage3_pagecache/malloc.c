@@ -30,6 +30,7 @@
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
+#include "stage3_pagecache/transfer_cache.h"
 
 #define HC_STRINGIFY_(x) #x
 #define HC_STRINGIFY(x) HC_STRINGIFY_(x)
@@ -87,12 +88,19 @@ HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
     track_free(p, size);
 }
 
-/* A small block comes back through hc_free; its span is known and checked. */
-HC_INLINE void note_free_unsized(void *p, hc_span *span) {
+/* A small block of class `cls` comes back through hc_free. Release builds
+ * know only what the page map said (a page of a small span of class cls, an
+ * address aligned for it); a debug build also finds the span and checks that
+ * p starts an object of it that is handed out. */
+HC_INLINE void note_free_unsized(void *p, unsigned cls) {
 #if HC_DEBUG
+    hc_span *span = pc_span_of(p);
+    if (span == NULL || span->state != SPAN_SMALL || span->size_class != cls ||
+        span_object_index(span, p) < 0)
+        hc_fatal_pointer("free(): invalid pointer", p);
     debug_mark_dead(span, p);
 #endif
-    track_free(p, span->object_size);
+    track_free(p, sc_size(cls));
 }
 
 /* ---- Large objects: whole spans from the page cache ----------------------------- */
@@ -180,12 +188,12 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
 }
 
 /* What hc_free's fast path does not take: NULL, a large block, or an
- * invalid pointer. */
+ * invalid pointer (not ours, inside a free span, or, on a small page, not
+ * aligned for the page's class). */
 static HC_NOINLINE void free_unsized_slow(void *ptr) {
     if (ptr == NULL)
         return;
-    hc_span *span = pc_span_of(ptr);
-    if (span != NULL && span->state == SPAN_SMALL)
+    if (pm_class_of(ptr) != 0)
         hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
     large_free(large_span_of(ptr, "free(): invalid pointer"));
 }
@@ -195,10 +203,10 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
  * (HC_TABLE_MAX_SIZE) that hit the thread cache never leave them.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.
- * hc_free, new here, pays for the page map instead of the size: three
- * dependent loads down the radix tree, the span's state and class (one cache
- * line), a multiply that checks ptr starts an object of that span, then the
- * same push. */
+ * hc_free, new here, pays for the page map instead of the size: two
+ * dependent loads (root, then the page's class in its leaf), a test of the
+ * address against the class's alignment, then the same push. It never reads
+ * the span record, whose cache line the central cache writes. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
     tc_cache *tc = tc_current;
@@ -226,13 +234,13 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
 
 HC_EXPORT void hc_free(void *ptr) {
     /* LAB BEGIN: free_dispatch */
-    /* The raw page-map entry, not pc_span_of: for a small span the object
-     * check below is also the bounds check (span.h), so a stale entry that
-     * names some other span is rejected without comparing page ranges. */
-    hc_span *span = pm_lookup(span_page_of(ptr));
-    if (HC_LIKELY(span != NULL && span->state == SPAN_SMALL && span_object_index(span, ptr) >= 0)) {
-        unsigned cls = span->size_class;
-        note_free_unsized(ptr, span);
+    /* Class 0: not a page of a small span (NULL, large, free, not ours).
+     * The alignment test rejects most interior pointers (every one, for a
+     * power-of-two class); the exact check is the debug build's (span.h). */
+    unsigned cls = pm_class_of(ptr);
+    if (HC_LIKELY(cls != 0 &&
+                  ((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)) {
+        note_free_unsized(ptr, cls);
         if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
             return;
         free_small_slow(ptr, cls);
@@ -347,7 +355,10 @@ HC_EXPORT void *hc_aligned_alloc(size_t alignment, size_t size) {
 HC_EXPORT void hc_thread_flush(void) { tc_flush_current(); }
 
 HC_EXPORT void hc_release_free_memory(void) {
-    /* Stage 4 adds returning memory to the OS; nothing to do before it. */
+    /* What the central cache keeps for reuse (transfer caches, spare empty
+     * spans) goes back to the page cache, where it merges. Stage 4 adds
+     * returning memory to the OS. */
+    cc_release_cached();
 }
 
 HC_EXPORT void hc_get_stats(hc_stats *out) {
