@@ -10,6 +10,7 @@
  *
  * usage: handoff [WORKERS [REQUESTS]]   (defaults: 4 workers, 2,000,000)
  * prints: wall_ns=... requests=... peak_rss_kib=... */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
