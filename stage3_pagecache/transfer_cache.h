@@ -22,7 +22,7 @@
 
 /* Whole batches a class's transfer cache holds at most, and the bytes they
  * may add up to (a class of large objects holds fewer batches). */
-#define CC_TRANSFER_MAX_BATCHES 16
+#define CC_TRANSFER_MAX_BATCHES 64
 #define CC_TRANSFER_MAX_BYTES   ((size_t)256 << 10)
 
 /* Empty spans a bucket keeps (all objects free) before it gives one back. */
