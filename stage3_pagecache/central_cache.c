@@ -293,24 +293,44 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     /* LAB END: span_refcount_drop */
 }
 
+/* Pushes one whole batch on the transfer cache; 0 (nothing done) when it
+ * is full. (The unlocked read only saves a lock trip when it is full; the
+ * locked one decides.) */
+static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t n) {
+    if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity)
+        return 0;
+    hc_lock_acquire(&bucket->lock);
+    int pushed = bucket->batch_count < bucket->batch_capacity;
+    if (pushed) {
+        bucket->batches[bucket->batch_count] = (cc_batch){first, last, n};
+        cc_set_batch_count(bucket, bucket->batch_count + 1);
+        bucket->transfer_objects += n;
+    }
+    hc_lock_release(&bucket->lock);
+    return pushed;
+}
+
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     cc_bucket *bucket = cc_bucket_of(cls);
-    /* A full batch goes to the transfer cache whole, if it has room: the
-     * next cc_fetch of this class hands it out as it is. (The unlocked read
-     * only saves a lock trip when it is full; the locked one decides.) */
-    if (n == sc_batch(cls) &&
-        __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) < bucket->batch_capacity) {
-        hc_lock_acquire(&bucket->lock);
-        if (bucket->batch_count < bucket->batch_capacity) {
-            bucket->batches[bucket->batch_count] = (cc_batch){first, last, n};
-            cc_set_batch_count(bucket, bucket->batch_count + 1);
-            bucket->transfer_objects += n;
-            hc_lock_release(&bucket->lock);
-            return;
+    /* Whole batches go to the transfer cache while it has room: the next
+     * cc_fetch of this class hands each out as it is. A longer chain (a
+     * list trimmed by more than a batch) is cut into batches first. */
+    const uint32_t batch = sc_batch(cls);
+    while (n >= batch) {
+        void *batch_last = last, *rest = NULL;
+        if (n > batch) {
+            batch_last = first;
+            for (uint32_t i = 1; i < batch; i++)
+                batch_last = fl_next(batch_last);
+            rest = fl_next(batch_last);
         }
-        hc_lock_release(&bucket->lock);
+        if (!cc_transfer_push(bucket, first, batch_last, batch))
+            break;
+        first = rest;
+        n -= batch;
     }
-    cc_return_to_spans(cls, first, n, CC_EMPTY_SPANS_KEPT);
+    if (n > 0)
+        cc_return_to_spans(cls, first, n, CC_EMPTY_SPANS_KEPT);
 }
 
 void cc_release_cached(void) {

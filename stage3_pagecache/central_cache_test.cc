@@ -259,6 +259,25 @@ TEST(TransferCache, OverflowAndShortChainsGoToTheSpans) {
     EXPECT_EQ(after.span_bytes, 0u) << "released: every span of the class went back";
 }
 
+// A chain longer than a batch (a list trimmed by more) is cut into whole
+// batches for the transfer cache; the remainder goes to the spans.
+TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {
+    const unsigned cls = sc_index(104);
+    const uint32_t batch = sc_batch(cls);
+    std::vector<void *> objs = Fetch(cls, 2 * batch + batch / 2);
+    const cc_bucket_census before = Bucket(cls);
+    ReturnChain(cls, objs);
+    cc_bucket_census after = Bucket(cls);
+    EXPECT_EQ(after.batches, before.batches + 2);
+    EXPECT_EQ(after.transfer_objects, before.transfer_objects + 2 * batch);
+    EXPECT_EQ(after.span_free_objects, before.span_free_objects + batch / 2);
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin() + batch, objs.begin() + 2 * batch))
+        << "the second batch of the chain, intact, on top";
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin(), objs.begin() + batch));
+    for (uint32_t i = 0; i < 2 * batch; i++) Return(cls, objs[i]);  // the rest is home already
+    cc_release_cached();
+}
+
 // Conservation: threads trade objects through one class's bucket, with
 // batches of every size (full ones go through the transfer cache, others
 // to the spans). No object is ever handed to two holders at once, and when
