@@ -228,6 +228,25 @@ static hc_span *cc_span_of_object(unsigned cls, void *obj) {
     return span;
 }
 
+/* Takes `span` (off every list) out of the bucket's counts and onto
+ * `released`, to go back to the page cache once the lock is dropped; the
+ * bucket lock is held. */
+static void cc_detach_span(cc_bucket *bucket, hc_span *span, hc_span *released) {
+    span->in_bucket_list = 0;
+    bucket->free_objects -= span->free_count;
+    bucket->span_bytes -= span_bytes(span);
+    span_list_push(released, span);
+}
+
+/* Gives every span on `released` back to the page cache; no lock held. */
+static void cc_give_back_spans(hc_span *released) {
+    while (!span_list_empty(released)) {
+        hc_span *span = released->next;
+        span_list_remove(span);
+        cc_give_back_span(span);
+    }
+}
+
 /* Objects whose spans one lock hold updates: the lookups for a chunk are
  * done first, without the lock. */
 #define CC_RETURN_CHUNK HC_MAX_BATCH
@@ -278,18 +297,11 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
                 span_list_push(bucket->spans.prev, span); /* after the last */
                 continue;
             }
-            span->in_bucket_list = 0;
-            bucket->free_objects -= span->free_count;
-            bucket->span_bytes -= span_bytes(span);
-            span_list_push(&released, span);
+            cc_detach_span(bucket, span, &released);
         }
         hc_lock_release(&bucket->lock);
     }
-    while (!span_list_empty(&released)) {
-        hc_span *span = released.next;
-        span_list_remove(span);
-        cc_give_back_span(span);
-    }
+    cc_give_back_spans(&released);
     /* LAB END: span_refcount_drop */
 }
 
@@ -351,18 +363,11 @@ void cc_release_cached(void) {
             if (span->objects_in_use != 0)
                 continue;
             span_list_remove(span);
-            span->in_bucket_list = 0;
             bucket->empty_spans--;
-            bucket->free_objects -= span->free_count;
-            bucket->span_bytes -= span_bytes(span);
-            span_list_push(&released, span);
+            cc_detach_span(bucket, span, &released);
         }
         hc_lock_release(&bucket->lock);
-        while (!span_list_empty(&released)) {
-            hc_span *span = released.next;
-            span_list_remove(span);
-            cc_give_back_span(span);
-        }
+        cc_give_back_spans(&released);
         for (uint32_t i = 0; i < count; i++)
             cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
     }
