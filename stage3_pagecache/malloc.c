@@ -7,12 +7,16 @@
  *   - every block can be found from its address alone, through the page
  *     map: so hc_free, hc_usable_size, hc_realloc and hc_aligned_alloc work,
  *     and hc_free_sized uses the size only to skip the lookup;
- *   - a pointer that is not the start of a block we handed out (foreign,
- *     interior, or already freed large block) stops the program with
- *     "hcmalloc: free(): invalid pointer 0x...", like glibc;
- *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
- *     object handed out, and so catches a double free and a wrong size given
- *     to hc_free_sized the moment they happen.
+ *   - a pointer that is not ours (foreign, stack, never mapped, in a span
+ *     already given back), inside a large block, or inside a small one and
+ *     not aligned for its class stops the program with
+ *     "hcmalloc: free(): invalid pointer 0x...", like glibc; hc_free reads
+ *     the class from the page map, not the span (docs/stage3.md, section 7);
+ *   - a debug build (--config=debug, HC_DEBUG) also checks that hc_free's
+ *     pointer starts an object of its span, and keeps one bit per small
+ *     object handed out, and so catches an aligned interior pointer, a
+ *     double free and a wrong size given to hc_free_sized the moment they
+ *     happen.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
  * adds here goes through the two hooks of layer_hooks.h.

@@ -12,8 +12,10 @@
  * The page cache (its lock held) writes start_page, page_count, state and
  * the class geometry; the central bucket (its lock held) writes the object
  * list, objects_in_use and the list links while the span is SPAN_SMALL.
- * Readers without a lock (hc_free through the page map) read only fields
- * that cannot change while the pointer they free is out: a span cannot leave
+ * Readers without a lock (the central cache's object-to-span lookups,
+ * hc_usable_size, hc_realloc, and hc_free in a debug build; a release
+ * hc_free reads the page map's class byte instead) read only fields that
+ * cannot change while the pointer they hold is out: a span cannot leave
  * SPAN_SMALL while one of its objects is in use, nor SPAN_LARGE before its
  * block is freed. No bitfields: each field is its own memory location, so a
  * bucket writing one never races with a reader of another.
