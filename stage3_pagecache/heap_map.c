@@ -197,7 +197,6 @@ typedef struct heap_draw {
     uintptr_t run_start;
     size_t run_pages;
     size_t run_spans;
-    size_t pages[KIND_COUNT]; /* every page drawn, by kind */
 } heap_draw;
 
 /* Draws pages [start, start + pages) of the current strip, row by row. */
@@ -254,7 +253,6 @@ static void draw_group(heap_draw *d, run_kind kind, uintptr_t start, size_t page
     put(o, "</title>");
     draw_pages(d, start, pages);
     put(o, "</g>\n");
-    d->pages[kind] += pages;
 }
 
 static void draw_run(heap_draw *d) {
