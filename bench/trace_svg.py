@@ -196,7 +196,7 @@ def class_rows(svg, y, t, limit):
             calls[c] = calls.get(c, 0) + total
     busiest = sorted(calls, key=lambda c: -calls[c])[:limit]
     busiest.sort()
-    svg.text(20, y, "Per size class: malloc calls per %d ms (darker = more); red = share that missed the thread cache" % t.bucket_ms,
+    svg.text(20, y, "Per size class: malloc calls per %d ms (grey: darker = more; red bar: the share that missed the thread cache)" % t.bucket_ms,
              font_weight="bold")
     y += 10
     row_h = 16
@@ -219,14 +219,13 @@ def class_rows(svg, y, t, limit):
             w = PLOT_W / n
             level = math.log10(1 + per[b]) / math.log10(1 + top)
             miss = misses[b] / per[b]
-            # grey for the volume, red for the misses
-            red = int(230 - 60 * level + 25 * miss)
-            grey = int(235 - 175 * level)
-            colour = "#%02x%02x%02x" % (min(255, max(0, red if miss > 0.02 else grey)),
-                                         max(0, grey - int(150 * miss)), max(0, grey - int(150 * miss)))
-            svg.rect(x0, ry, max(w, 0.6), row_h, colour,
-                     "%s, bucket %d: %s calls, %.1f%% missed" % (size_label(t.class_size.get(c, 0)), b,
-                                                                "{:,}".format(per[b]), 100 * miss))
+            grey = int(225 - 150 * level)
+            tip = "%s, bucket %d: %s calls, %.1f%% missed" % (size_label(t.class_size.get(c, 0)), b,
+                                                            "{:,}".format(per[b]), 100 * miss)
+            svg.rect(x0, ry, max(w, 0.6), row_h, "#%02x%02x%02x" % (grey, grey, grey), tip)
+            if misses[b]:  # the misses: a red bar from the bottom, its height their share
+                h = max(row_h * miss, 1.5)
+                svg.rect(x0, ry + row_h - h, max(w, 0.6), h, "#d62728", tip)
         total_calls = sum(per)
         total_miss = sum(misses)
         svg.text(PLOT_X + PLOT_W + 8, ry + 12, "{:,} calls, {:.1f}% hits".format(
