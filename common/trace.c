@@ -10,11 +10,12 @@
 #define _GNU_SOURCE /* clock_gettime, O_CLOEXEC under -std=c11 */
 #include "common/trace.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/fd_out.h"
 
 HC_THREAD_LOCAL uint32_t hc_trace_pending_hits[2][HC_NUM_CLASSES];
 
@@ -90,45 +91,6 @@ void hc_trace_add(hc_trace_event event, unsigned cls, uint64_t n) {
 
 /* ---- Writing it out ------------------------------------------------------------- */
 
-typedef struct trace_out {
-    int fd;
-    int failed;
-    size_t len;
-    char buf[4096];
-} trace_out;
-
-static void out_flush(trace_out *o) {
-    for (size_t done = 0; done < o->len && !o->failed;) {
-        ssize_t n = write(o->fd, o->buf + done, o->len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            o->failed = n < 0 ? errno : EIO;
-        else
-            done += (size_t)n;
-    }
-    o->len = 0;
-}
-
-static void put(trace_out *o, const char *s) {
-    for (; *s; s++) {
-        if (o->len == sizeof o->buf)
-            out_flush(o);
-        o->buf[o->len++] = *s;
-    }
-}
-
-static void put_u(trace_out *o, uint64_t v) {
-    char text[24];
-    int n = 23;
-    text[n] = '\0';
-    do {
-        text[--n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    put(o, text + n);
-}
-
 /* The format (one record per line, fields separated by spaces):
  *   hcmalloc-trace 1
  *   bucket_ms MS            buckets BUCKETS_USED
@@ -136,67 +98,49 @@ static void put_u(trace_out *o, uint64_t v) {
  *   class CLS SIZE          (class 0: size 0, "no class")
  *   total EVENT CLS COUNT   (non-zero counts only)
  *   b BUCKET EVENT CLS COUNT */
+/* One record: `tag`, then `count` numbers, space-separated. */
+static void put_record(hc_fd_out *o, const char *tag, const uint64_t *fields, int count) {
+    fd_out_put(o, tag);
+    for (int i = 0; i < count; i++) {
+        fd_out_put(o, " ");
+        fd_out_put_u(o, fields[i]);
+    }
+    fd_out_put(o, "\n");
+}
+
 int hc_trace_write(int fd) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         hc_trace_flush_hits(HC_TRACE_TC_ALLOC_HIT, cls);
         hc_trace_flush_hits(HC_TRACE_TC_FREE_HIT, cls);
     }
-    trace_out out = {.fd = fd};
+    hc_fd_out out = {.fd = fd};
     uint64_t width = __atomic_load_n(&trace_bucket_ns, __ATOMIC_RELAXED);
-    put(&out, "hcmalloc-trace 1\nbucket_ms ");
-    put_u(&out, (width ? width : bucket_ns_from_env()) / 1000000u);
-    put(&out, "\nbuckets ");
     unsigned used = __atomic_load_n(&trace_start_ns, __ATOMIC_RELAXED) == 0
                         ? 0 : __atomic_load_n(&trace_last_bucket, __ATOMIC_RELAXED) + 1;
-    put_u(&out, used);
-    put(&out, "\n");
+    fd_out_put(&out, "hcmalloc-trace 1\n");
+    put_record(&out, "bucket_ms", &(uint64_t){(width ? width : bucket_ns_from_env()) / 1000000u}, 1);
+    put_record(&out, "buckets", &(uint64_t){used}, 1);
     for (int e = 0; e < HC_TRACE_EVENTS; e++) {
-        put(&out, "event ");
-        put(&out, event_names[e]);
-        put(&out, "\n");
+        fd_out_put(&out, "event ");
+        fd_out_put(&out, event_names[e]);
+        fd_out_put(&out, "\n");
     }
-    for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
-        put(&out, "class ");
-        put_u(&out, cls);
-        put(&out, " ");
-        put_u(&out, cls == 0 ? 0 : sc_size(cls));
-        put(&out, "\n");
-    }
+    for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
+        put_record(&out, "class", (uint64_t[]){cls, cls == 0 ? 0 : sc_size(cls)}, 2);
     for (int e = 0; e < HC_TRACE_EVENTS; e++)
         for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
             uint64_t n = __atomic_load_n(&trace_totals[e][cls], __ATOMIC_RELAXED);
-            if (n == 0)
-                continue;
-            put(&out, "total ");
-            put_u(&out, (uint64_t)e);
-            put(&out, " ");
-            put_u(&out, cls);
-            put(&out, " ");
-            put_u(&out, n);
-            put(&out, "\n");
+            if (n != 0)
+                put_record(&out, "total", (uint64_t[]){(uint64_t)e, cls, n}, 3);
         }
     for (unsigned b = 0; b < used; b++)
         for (int e = 0; e < HC_TRACE_EVENTS; e++)
             for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
                 uint32_t n = __atomic_load_n(&trace_buckets[b][e][cls], __ATOMIC_RELAXED);
-                if (n == 0)
-                    continue;
-                put(&out, "b ");
-                put_u(&out, b);
-                put(&out, " ");
-                put_u(&out, (uint64_t)e);
-                put(&out, " ");
-                put_u(&out, cls);
-                put(&out, " ");
-                put_u(&out, n);
-                put(&out, "\n");
+                if (n != 0)
+                    put_record(&out, "b", (uint64_t[]){b, (uint64_t)e, cls, n}, 4);
             }
-    out_flush(&out);
-    if (out.failed) {
-        errno = out.failed;
-        return -1;
-    }
-    return 0;
+    return fd_out_finish(&out);
 }
 
 /* HCMALLOC_TRACE=FILE: the trace is written there when the process exits. */

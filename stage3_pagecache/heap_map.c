@@ -8,82 +8,40 @@
  * one-page spans still makes a small file.
  *
  * Everything is formatted by hand into a fixed buffer on the stack and
- * written with write(2): no stdio, no malloc, so the allocator can draw
+ * written with write(2) (common/fd_out.h): no stdio, no malloc, so the allocator can draw
  * itself while it is the process's malloc.
  * May touch: pc_visit_spans (under the page cache lock), hc_get_stats,
  * write(2). Never the allocator's state. */
 #include "stage3_pagecache/heap_map.h"
 
-#include <errno.h>
 #include <stdint.h>
-#include <unistd.h>
 
 #include "common/compiler.h"
+#include "common/fd_out.h"
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
 #include "stage3_pagecache/page_cache.h"
 
-/* ---- Output: a fixed buffer, flushed with write(2) ------------------------------ */
-
-typedef struct svg_out {
-    int fd;
-    int failed; /* errno of the first failed write; nothing is written after it */
-    size_t len;
-    char buf[4096];
-} svg_out;
-
-static void out_flush(svg_out *o) {
-    for (size_t done = 0; done < o->len && !o->failed;) {
-        ssize_t n = write(o->fd, o->buf + done, o->len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            o->failed = n < 0 ? errno : EIO;
-        else
-            done += (size_t)n;
-    }
-    o->len = 0;
-}
-
-static void put(svg_out *o, const char *s) {
-    for (; *s; s++) {
-        if (o->len == sizeof o->buf)
-            out_flush(o);
-        o->buf[o->len++] = *s;
-    }
-}
-
-static void put_u(svg_out *o, uint64_t v) {
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    char text[24];
-    for (int i = 0; i < n; i++) text[i] = digits[n - 1 - i];
-    text[n] = '\0';
-    put(o, text);
-}
+/* ---- Output (common/fd_out.h): numbers as SVG wants them ------------------------- */
 
 /* `hundredths` / 100 with two decimals: SVG coordinates. */
-static void put_centi(svg_out *o, uint64_t hundredths) {
-    put_u(o, hundredths / 100);
+static void put_centi(hc_fd_out *o, uint64_t hundredths) {
+    fd_out_put_u(o, hundredths / 100);
     char frac[4] = {'.', (char)('0' + hundredths / 10 % 10), (char)('0' + hundredths % 10), '\0'};
-    put(o, frac);
+    fd_out_put(o, frac);
 }
 
 /* Bytes as "12.3 MiB" (or KiB below 1 MiB), rounded to a tenth. */
-static void put_size(svg_out *o, uint64_t bytes) {
+static void put_size(hc_fd_out *o, uint64_t bytes) {
     int mib = bytes >= ((uint64_t)1 << 20);
     uint64_t tenths = mib ? (bytes * 10 + (1 << 19)) >> 20 : (bytes * 10 + (1 << 9)) >> 10;
-    put_u(o, tenths / 10);
+    fd_out_put_u(o, tenths / 10);
     char frac[3] = {'.', (char)('0' + tenths % 10), '\0'};
-    put(o, frac);
-    put(o, mib ? " MiB" : " KiB");
+    fd_out_put(o, frac);
+    fd_out_put(o, mib ? " MiB" : " KiB");
 }
 
-static void put_hex(svg_out *o, uint64_t v) {
+static void put_hex(hc_fd_out *o, uint64_t v) {
     char text[20] = "0x";
     int n = 2;
     for (int shift = 60; shift >= 0; shift -= 4) {
@@ -92,7 +50,7 @@ static void put_hex(svg_out *o, uint64_t v) {
             text[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
     }
     text[n] = '\0';
-    put(o, text);
+    fd_out_put(o, text);
 }
 
 /* ---- Colours ---------------------------------------------------------------------- */
@@ -108,7 +66,7 @@ static const char *const kind_colour[KIND_COUNT] = {"#4e79a7", "#f28e2b", "#9c4a
 
 /* A small class's colour: hues from blue (8 B) through purple to red
  * (256 KiB), three lightnesses in turn so that neighbouring classes differ. */
-static void put_class_colour(svg_out *o, unsigned cls) {
+static void put_class_colour(hc_fd_out *o, unsigned cls) {
     unsigned hue = 200 + 150 * cls / HC_NUM_CLASSES; /* degrees, 200..350 */
     unsigned light = 38 + 12 * (cls % 3);             /* percent */
     /* hsl -> rgb, saturation 65%, in integers (0..255 per channel). */
@@ -134,7 +92,7 @@ static void put_class_colour(svg_out *o, unsigned cls) {
         text[2 + 2 * i] = "0123456789abcdef"[v & 15];
     }
     text[7] = '\0';
-    put(o, text);
+    fd_out_put(o, text);
 }
 
 /* ---- Layout ----------------------------------------------------------------------- */
@@ -184,7 +142,7 @@ static void shape_visit(void *arg, const pc_span_view *s) {
 
 /* The drawing walk: spans merge into runs of one kind (and class). */
 typedef struct heap_draw {
-    svg_out *out;
+    hc_fd_out *out;
     size_t row_pages;
     size_t strips;            /* strips started so far */
     uintptr_t strip_start;    /* first page of the current strip */
@@ -201,20 +159,20 @@ typedef struct heap_draw {
 
 /* Draws pages [start, start + pages) of the current strip, row by row. */
 static void draw_pages(heap_draw *d, uintptr_t start, size_t pages) {
-    svg_out *o = d->out;
+    hc_fd_out *o = d->out;
     size_t offset = start - d->strip_start;
     while (pages > 0) {
         size_t row = offset / d->row_pages, col = offset % d->row_pages;
         size_t piece = d->row_pages - col < pages ? d->row_pages - col : pages;
         uint64_t x0 = (uint64_t)col * STRIP_WIDTH * 100 / d->row_pages;
         uint64_t x1 = (uint64_t)(col + piece) * STRIP_WIDTH * 100 / d->row_pages;
-        put(o, "<rect x=\"");
+        fd_out_put(o, "<rect x=\"");
         put_centi(o, STRIP_X * 100 + x0);
-        put(o, "\" y=\"");
+        fd_out_put(o, "\" y=\"");
         put_centi(o, d->strip_y + row * (ROW_HEIGHT + ROW_GAP) * 100);
-        put(o, "\" width=\"");
+        fd_out_put(o, "\" width=\"");
         put_centi(o, x1 - x0 > 0 ? x1 - x0 : 1);
-        put(o, "\" height=\"" MAP_STR(ROW_HEIGHT) "\"/>");
+        fd_out_put(o, "\" height=\"" MAP_STR(ROW_HEIGHT) "\"/>");
         offset += piece;
         pages -= piece;
     }
@@ -223,36 +181,36 @@ static void draw_pages(heap_draw *d, uintptr_t start, size_t pages) {
 /* One group per run: its kind, pages and spans as data attributes (the test
  * adds them up), a tooltip, then its shapes. */
 static void draw_group(heap_draw *d, run_kind kind, uintptr_t start, size_t pages) {
-    svg_out *o = d->out;
-    put(o, "<g data-kind=\"");
-    put(o, kind_name[kind]);
-    put(o, "\" data-pages=\"");
-    put_u(o, pages);
-    put(o, "\" fill=\"");
+    hc_fd_out *o = d->out;
+    fd_out_put(o, "<g data-kind=\"");
+    fd_out_put(o, kind_name[kind]);
+    fd_out_put(o, "\" data-pages=\"");
+    fd_out_put_u(o, pages);
+    fd_out_put(o, "\" fill=\"");
     if (kind == KIND_SMALL)
         put_class_colour(o, d->size_class);
     else
-        put(o, kind_colour[kind]);
-    put(o, "\"><title>");
+        fd_out_put(o, kind_colour[kind]);
+    fd_out_put(o, "\"><title>");
     put_hex(o, (uint64_t)start << HC_PAGE_SHIFT);
-    put(o, ": ");
-    put_u(o, d->run_spans);
-    put(o, d->run_spans == 1 ? " span, " : " spans, ");
-    put_u(o, pages);
-    put(o, pages == 1 ? " page (" : " pages (");
+    fd_out_put(o, ": ");
+    fd_out_put_u(o, d->run_spans);
+    fd_out_put(o, d->run_spans == 1 ? " span, " : " spans, ");
+    fd_out_put_u(o, pages);
+    fd_out_put(o, pages == 1 ? " page (" : " pages (");
     put_size(o, (uint64_t)pages << HC_PAGE_SHIFT);
-    put(o, "), ");
-    put(o, kind_label[kind]);
+    fd_out_put(o, "), ");
+    fd_out_put(o, kind_label[kind]);
     if (kind == KIND_SMALL) {
-        put(o, ": class ");
-        put_u(o, d->size_class);
-        put(o, ", ");
-        put_u(o, sc_size(d->size_class));
-        put(o, " B objects");
+        fd_out_put(o, ": class ");
+        fd_out_put_u(o, d->size_class);
+        fd_out_put(o, ", ");
+        fd_out_put_u(o, sc_size(d->size_class));
+        fd_out_put(o, " B objects");
     }
-    put(o, "</title>");
+    fd_out_put(o, "</title>");
     draw_pages(d, start, pages);
-    put(o, "</g>\n");
+    fd_out_put(o, "</g>\n");
 }
 
 static void draw_run(heap_draw *d) {
@@ -263,21 +221,21 @@ static void draw_run(heap_draw *d) {
 }
 
 static void draw_strip_label(heap_draw *d) {
-    svg_out *o = d->out;
+    hc_fd_out *o = d->out;
     size_t pages = d->strip_end - d->strip_start;
-    put(o, "<text class=\"label\" x=\"");
-    put_u(o, STRIP_X - 8);
-    put(o, "\" y=\"");
+    fd_out_put(o, "<text class=\"label\" x=\"");
+    fd_out_put_u(o, STRIP_X - 8);
+    fd_out_put(o, "\" y=\"");
     put_centi(o, d->strip_y + 1100);
-    put(o, "\" text-anchor=\"end\">");
+    fd_out_put(o, "\" text-anchor=\"end\">");
     put_hex(o, (uint64_t)d->strip_start << HC_PAGE_SHIFT);
-    put(o, "</text><text class=\"label\" x=\"");
-    put_u(o, STRIP_X - 8);
-    put(o, "\" y=\"");
+    fd_out_put(o, "</text><text class=\"label\" x=\"");
+    fd_out_put_u(o, STRIP_X - 8);
+    fd_out_put(o, "\" y=\"");
     put_centi(o, d->strip_y + 1100 + (ROW_HEIGHT + ROW_GAP) * 100);
-    put(o, "\" text-anchor=\"end\">");
+    fd_out_put(o, "\" text-anchor=\"end\">");
     put_size(o, (uint64_t)pages << HC_PAGE_SHIFT);
-    put(o, "</text>\n");
+    fd_out_put(o, "</text>\n");
 }
 
 /* Ends the strip: its label, and the outline of its rows. */
@@ -327,67 +285,67 @@ static void draw_visit(void *arg, const pc_span_view *s) {
 
 /* ---- Header: title, totals, legend ------------------------------------------------- */
 
-static void put_text(svg_out *o, int x, int y, const char *cls, const char *text) {
-    put(o, "<text x=\"");
-    put_u(o, (uint64_t)x);
-    put(o, "\" y=\"");
-    put_u(o, (uint64_t)y);
-    put(o, "\" class=\"");
-    put(o, cls);
-    put(o, "\">");
-    put(o, text);
-    put(o, "</text>\n");
+static void put_text(hc_fd_out *o, int x, int y, const char *cls, const char *text) {
+    fd_out_put(o, "<text x=\"");
+    fd_out_put_u(o, (uint64_t)x);
+    fd_out_put(o, "\" y=\"");
+    fd_out_put_u(o, (uint64_t)y);
+    fd_out_put(o, "\" class=\"");
+    fd_out_put(o, cls);
+    fd_out_put(o, "\">");
+    fd_out_put(o, text);
+    fd_out_put(o, "</text>\n");
 }
 
 /* One line of totals: the test reads data-total and data-bytes. */
-static void put_total(svg_out *o, int x, int y, const char *name, const char *label, size_t bytes) {
-    put(o, "<text x=\"");
-    put_u(o, (uint64_t)x);
-    put(o, "\" y=\"");
-    put_u(o, (uint64_t)y);
-    put(o, "\" data-total=\"");
-    put(o, name);
-    put(o, "\" data-bytes=\"");
-    put_u(o, bytes);
-    put(o, "\">");
-    put(o, label);
-    put(o, ": <tspan class=\"num\">");
+static void put_total(hc_fd_out *o, int x, int y, const char *name, const char *label, size_t bytes) {
+    fd_out_put(o, "<text x=\"");
+    fd_out_put_u(o, (uint64_t)x);
+    fd_out_put(o, "\" y=\"");
+    fd_out_put_u(o, (uint64_t)y);
+    fd_out_put(o, "\" data-total=\"");
+    fd_out_put(o, name);
+    fd_out_put(o, "\" data-bytes=\"");
+    fd_out_put_u(o, bytes);
+    fd_out_put(o, "\">");
+    fd_out_put(o, label);
+    fd_out_put(o, ": <tspan class=\"num\">");
     put_size(o, bytes);
-    put(o, "</tspan></text>\n");
+    fd_out_put(o, "</tspan></text>\n");
 }
 
-static void put_swatch(svg_out *o, int x, int y, const char *colour) {
-    put(o, "<rect x=\"");
-    put_u(o, (uint64_t)x);
-    put(o, "\" y=\"");
-    put_u(o, (uint64_t)y);
-    put(o, "\" width=\"14\" height=\"14\" fill=\"");
-    put(o, colour);
-    put(o, "\" stroke=\"#666\" stroke-width=\"0.5\"/>");
+static void put_swatch(hc_fd_out *o, int x, int y, const char *colour) {
+    fd_out_put(o, "<rect x=\"");
+    fd_out_put_u(o, (uint64_t)x);
+    fd_out_put(o, "\" y=\"");
+    fd_out_put_u(o, (uint64_t)y);
+    fd_out_put(o, "\" width=\"14\" height=\"14\" fill=\"");
+    fd_out_put(o, colour);
+    fd_out_put(o, "\" stroke=\"#666\" stroke-width=\"0.5\"/>");
 }
 
-static void put_header(svg_out *o, const hc_stats *st, const heap_shape *h, size_t row_pages,
+static void put_header(hc_fd_out *o, const hc_stats *st, const heap_shape *h, size_t row_pages,
                        uint64_t height) {
-    put(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    fd_out_put(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" MAP_STR(MAP_WIDTH) "\" height=\"");
-    put_u(o, height);
-    put(o, "\" viewBox=\"0 0 " MAP_STR(MAP_WIDTH) " ");
-    put_u(o, height);
-    put(o, "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
+    fd_out_put_u(o, height);
+    fd_out_put(o, "\" viewBox=\"0 0 " MAP_STR(MAP_WIDTH) " ");
+    fd_out_put_u(o, height);
+    fd_out_put(o, "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
            "<style>.title{font-size:18px;font-weight:bold}.sub{fill:#555}"
            ".head{font-weight:bold}.label{fill:#444;font-size:11px}.num{font-weight:bold}</style>\n"
            "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-    put(o, "<text x=\"20\" y=\"28\" class=\"title\">hcmalloc heap map: ");
-    put(o, hc_stage_name());
-    put(o, "</text>\n<text x=\"20\" y=\"48\" class=\"sub\">one strip per run of contiguous heap "
+    fd_out_put(o, "<text x=\"20\" y=\"28\" class=\"title\">hcmalloc heap map: ");
+    fd_out_put(o, hc_stage_name());
+    fd_out_put(o, "</text>\n<text x=\"20\" y=\"48\" class=\"sub\">one strip per run of contiguous heap "
            "address space; one row = ");
-    put_u(o, row_pages);
-    put(o, " pages (");
+    fd_out_put_u(o, row_pages);
+    fd_out_put(o, " pages (");
     put_size(o, (uint64_t)row_pages << HC_PAGE_SHIFT);
-    put(o, "), a page = 8 KiB; ");
-    put_u(o, h->strips);
-    put(o, h->strips == 1 ? " strip" : " strips");
-    put(o, "; hover a shape for its spans</text>\n");
+    fd_out_put(o, "), a page = 8 KiB; ");
+    fd_out_put_u(o, h->strips);
+    fd_out_put(o, h->strips == 1 ? " strip" : " strips");
+    fd_out_put(o, "; hover a shape for its spans</text>\n");
 
     put_text(o, 20, 76, "head", "Totals (hc_get_stats)");
     put_total(o, 20, 96, "os_mapped_bytes", "mapped from the OS", st->os_mapped_bytes);
@@ -405,37 +363,37 @@ static void put_header(svg_out *o, const hc_stats *st, const heap_shape *h, size
         if (k == KIND_SMALL) {
             /* The class ramp: every tenth class, from 8 B to 256 KiB. */
             for (unsigned c = 1, i = 0; c < HC_NUM_CLASSES; c += 10, i++) {
-                put(o, "<rect x=\"");
-                put_u(o, 420 + 6 * i);
-                put(o, "\" y=\"");
-                put_u(o, (uint64_t)y);
-                put(o, "\" width=\"6\" height=\"14\" fill=\"");
+                fd_out_put(o, "<rect x=\"");
+                fd_out_put_u(o, 420 + 6 * i);
+                fd_out_put(o, "\" y=\"");
+                fd_out_put_u(o, (uint64_t)y);
+                fd_out_put(o, "\" width=\"6\" height=\"14\" fill=\"");
                 put_class_colour(o, c);
-                put(o, "\"/>");
+                fd_out_put(o, "\"/>");
             }
         } else {
             put_swatch(o, 420, y, kind_colour[k]);
         }
-        put(o, "\n<text x=\"");
-        put_u(o, k == KIND_SMALL ? 484 : 442);
-        put(o, "\" y=\"");
-        put_u(o, (uint64_t)y + 12);
-        put(o, "\">");
-        put(o, kind_label[k]);
+        fd_out_put(o, "\n<text x=\"");
+        fd_out_put_u(o, k == KIND_SMALL ? 484 : 442);
+        fd_out_put(o, "\" y=\"");
+        fd_out_put_u(o, (uint64_t)y + 12);
+        fd_out_put(o, "\">");
+        fd_out_put(o, kind_label[k]);
         if (k == KIND_SMALL)
-            put(o, ", 8 B (blue) .. 256 KiB (red)");
+            fd_out_put(o, ", 8 B (blue) .. 256 KiB (red)");
         if (k == KIND_RELEASED)
-            put(o, " (a partly released span: backed share first)");
-        put(o, "</text>\n");
+            fd_out_put(o, " (a partly released span: backed share first)");
+        fd_out_put(o, "</text>\n");
     }
-    put(o, "<text x=\"420\" y=\"204\" class=\"sub\">");
-    put_u(o, h->pages[KIND_SMALL] + h->pages[KIND_LARGE] + h->pages[KIND_DIRECT] +
+    fd_out_put(o, "<text x=\"420\" y=\"204\" class=\"sub\">");
+    fd_out_put_u(o, h->pages[KIND_SMALL] + h->pages[KIND_LARGE] + h->pages[KIND_DIRECT] +
                  h->pages[KIND_FREE] + h->pages[KIND_RELEASED]);
-    put(o, " pages in spans (");
+    fd_out_put(o, " pages in spans (");
     put_size(o, (uint64_t)(h->pages[KIND_SMALL] + h->pages[KIND_LARGE] + h->pages[KIND_DIRECT] +
                            h->pages[KIND_FREE] + h->pages[KIND_RELEASED])
                     << HC_PAGE_SHIFT);
-    put(o, "); metadata and page map not drawn</text>\n");
+    fd_out_put(o, "); metadata and page map not drawn</text>\n");
 }
 
 /* The first walk counts pages by kind too (for the header line). */
@@ -465,23 +423,18 @@ HC_EXPORT int hc_dump_heap_svg(int fd) {
     size_t row_pages = (size_t)MIN_ROW_PAGES << k;
     uint64_t height = HEADER_HEIGHT + h.rows[k] * (ROW_HEIGHT + ROW_GAP) + h.strips * STRIP_GAP + 30;
 
-    svg_out out = {.fd = fd};
+    hc_fd_out out = {.fd = fd};
     put_header(&out, &st, &h, row_pages, height);
-    put(&out, "<g id=\"strips\" stroke=\"white\" stroke-width=\"0.3\">\n");
+    fd_out_put(&out, "<g id=\"strips\" stroke=\"white\" stroke-width=\"0.3\">\n");
     /* The spans may have changed since the first walk (other threads): the
      * picture is drawn from this walk alone, on the scale chosen from that
      * one; at worst rows run past the bottom edge. */
     heap_draw d = {.out = &out, .row_pages = row_pages, .next_strip_y = HEADER_HEIGHT * 100};
     pc_visit_spans(draw_visit, &d);
     draw_end_strip(&d);
-    put(&out, "</g>\n");
+    fd_out_put(&out, "</g>\n");
     if (d.strips == 0)
         put_text(&out, STRIP_X, HEADER_HEIGHT + 12, "sub", "(no heap yet: nothing allocated)");
-    put(&out, "</svg>\n");
-    out_flush(&out);
-    if (out.failed) {
-        errno = out.failed;
-        return -1;
-    }
-    return 0;
+    fd_out_put(&out, "</svg>\n");
+    return fd_out_finish(&out);
 }

@@ -4,11 +4,7 @@
 // and, by label, for stage 4 (where some free pages are released).
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
+#include <cctype>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,24 +15,9 @@ extern "C" {
 #include "stage3_pagecache/page_cache.h"
 }
 
-namespace {
+#include "tests/test_util.h"
 
-// The SVG, written to a file under the test's temporary folder (or its
-// undeclared outputs, to look at it), and read back.
-std::string Dump(const std::string &name) {
-    const char *dir = getenv("TEST_UNDECLARED_OUTPUTS_DIR");
-    if (dir == nullptr) dir = getenv("TEST_TMPDIR");
-    std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
-    int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0644);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(hc_dump_heap_svg(fd), 0);
-    std::string text;
-    char buf[8192];
-    lseek(fd, 0, SEEK_SET);
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, (size_t)n);
-    close(fd);
-    return text;
-}
+namespace {
 
 // A minimal XML reader, enough for what the writer emits: the declaration,
 // elements with quoted attributes, text without markup. Fails the test on
@@ -143,7 +124,7 @@ void CheckPicture(const std::string &name) {
     pc_census census;
     hc_get_stats(&before);
     pc_get_census(&census);
-    std::string svg = Dump(name);
+    std::string svg = hc_test::CaptureFd(hc_dump_heap_svg, name);
     hc_get_stats(&after);
     // Drawing allocates nothing: the stats did not move.
     ASSERT_TRUE(SameStats(before, after));

@@ -4,10 +4,6 @@
 // page cache's events show up where a known sequence must cause them.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -19,6 +15,8 @@ extern "C" {
 #include "common/size_class.h"
 #include "common/trace.h"
 }
+
+#include "tests/test_util.h"
 
 namespace {
 
@@ -35,16 +33,7 @@ struct Trace {
 };
 
 Trace Write() {
-    std::string path = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") + "/trace.txt";
-    int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0644);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(hc_trace_write(fd), 0);
-    std::string text;
-    char buf[8192];
-    lseek(fd, 0, SEEK_SET);
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, (size_t)n);
-    close(fd);
-
+    std::string text = hc_test::CaptureFd(hc_trace_write, "trace.txt");
     Trace t;
     std::istringstream lines(text);
     std::string line;
