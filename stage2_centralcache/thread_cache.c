@@ -10,7 +10,8 @@
  *     then +1 batch per refill up to the class's cap;
  *   - a free that finds its list at the limit gives a batch back, so memory
  *     flows from threads that free to threads that allocate;
- *   - hc_thread_flush() gives everything back.
+ *   - hc_thread_flush() gives everything back (a thread with no cache has
+ *     nothing, and must not write into the shared sentinel).
  * May touch: this thread's tc_cache; the central cache through cc_*. */
 #include "stage1_threadcache/thread_cache.h"
 
@@ -118,6 +119,8 @@ void tc_free_without_cache(void *obj, unsigned cls) {
 
 void tc_flush_current(void) {
     tc_cache *tc = tc_current;
+    if (tc == &tc_sentinel)
+        return; /* no cache: nothing to give back, and the sentinel is shared */
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
         tc_release(tc, cls, tc->lists[cls].length);
 }
