@@ -22,7 +22,9 @@ extern "C" {
  * anywhere, even with hcmalloc as its malloc. Returns 0, or -1 with errno
  * set by write(2). The page cache lock is held while the spans are drawn;
  * the totals come from hc_get_stats just before, so in a program whose
- * threads are quiet they match the spans exactly. */
+ * threads are quiet they match the spans exactly. Give it a file: a pipe
+ * whose reader is a thread of this process that calls malloc could wait on
+ * that lock while the dump waits on the pipe. */
 int hc_dump_heap_svg(int fd);
 
 #ifdef __cplusplus
