@@ -34,6 +34,7 @@
 #include "common/fatal.h"
 #include "common/free_list.h"
 #include "common/size_class.h"
+#include "common/trace.h"
 #include "common/track.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
@@ -186,6 +187,7 @@ static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **first, 
 }
 
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
+    HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
     uint32_t got = cc_transfer_pop(bucket, want, first, last);
@@ -323,6 +325,7 @@ static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t
 }
 
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
+    HC_TRACE(HC_TRACE_CC_RETURN, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     /* Whole batches go to the transfer cache while it has room: the next
      * cc_fetch of this class hands each out as it is. A longer chain (a
