@@ -410,20 +410,14 @@ void pc_collect_stats(hc_stats *out) {
 
 /* ---- Walking the heap --------------------------------------------------------------- */
 
-/* Visits the spans in address order by walking the page map's nodes: an
- * absent mid node or leaf skips its whole range; from a span's first page
+/* Visits the spans in address order by walking the page map's leaves: an
+ * absent leaf skips its whole range; from a span's first page
  * the walk jumps to its end, so entries inside a free span (maybe stale)
  * are never read. An entry counts only if its record starts at that page. */
 void pc_visit_spans(pc_span_visitor visit, void *arg) {
-    const uintptr_t mid_span = (uintptr_t)1 << (PM_MID_BITS + PM_LEAF_BITS); /* pages per mid node */
     hc_lock_acquire(&pc_lock);
     for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
-        pm_mid *mid = pm_root[page >> (PM_MID_BITS + PM_LEAF_BITS)];
-        if (mid == NULL) {
-            page = (page | (mid_span - 1)) + 1;
-            continue;
-        }
-        pm_leaf *leaf = mid->leaves[(page >> PM_LEAF_BITS) & (PM_MID_ENTRIES - 1)];
+        pm_leaf *leaf = pm_leaf_of(page);
         if (leaf == NULL) {
             page = (page | (PM_LEAF_ENTRIES - 1)) + 1;
             continue;
