@@ -18,9 +18,12 @@ extern "C" {
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/page_release.h"
 }
-#include "stage4_reclaim/reclaim_test_util.h"
+#include "tests/stats_util.h"
 
 namespace {
+
+using hc_test::ResidentBytes;
+using hc_test::Stats;
 
 size_t EnvOr(const char *name, size_t fallback) {
     const char *env = getenv(name);
