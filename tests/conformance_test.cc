@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <set>
 #include <string>
 #include <thread>
@@ -341,6 +342,29 @@ TEST(Conformance, ReallocGrowingByLittleStepsRarelyMoves) {
     }
     for (size_t i = 0; i < size; i++) ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << i;
     hc_free(p);
+}
+
+// A large block that must move to grow (the pages after it are in use)
+// takes room to spare: half as many pages again, so the next small steps
+// grow it in place instead of moving it again.
+TEST(Conformance, ReallocThatMustMoveTakesRoomToGrow) {
+    if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("large blocks resized in place");
+    const size_t kSize = 1 << 20;
+    std::vector<char *> blocks;
+    for (int i = 0; i < 64; i++) blocks.push_back(static_cast<char *>(hc_malloc(kSize)));
+    std::set<char *> starts(blocks.begin(), blocks.end());
+    char *blocked = nullptr;  // a block whose next pages are another block
+    for (char *b : blocks)
+        if (starts.count(b + kSize)) blocked = b;
+    ASSERT_NE(blocked, nullptr) << "consecutive large blocks are carved from one free span";
+    memset(blocked, 5, kSize);
+    char *moved = static_cast<char *>(hc_realloc(blocked, kSize + 1));
+    ASSERT_NE(moved, nullptr);
+    EXPECT_NE(moved, blocked) << "its next pages are in use";
+    EXPECT_GE(hc_usable_size(moved), kSize + kSize / 2);
+    for (size_t i = 0; i < kSize; i++) ASSERT_EQ(moved[i], 5) << i;
+    std::replace(blocks.begin(), blocks.end(), blocked, moved);
+    for (char *b : blocks) hc_free(b);
 }
 
 // Virtual size of this process, from /proc/self/statm (no allocation).
