@@ -23,3 +23,12 @@ def skip_under(reasons):
     branches = {"//tools/config:" + config: ["//tools/config:skip"] for config in reasons}
     branches["//conditions:default"] = []
     return select(branches)
+
+def skip_preload_under_sanitizers():
+    """For targets that LD_PRELOAD the drop-in: a sanitizer's runtime owns
+    malloc and must be the first library loaded, so nothing can be preloaded
+    in front of it."""
+    return skip_under({
+        "asan": "a sanitizer owns malloc and must load first: no drop-in",
+        "tsan": "a sanitizer owns malloc and must load first: no drop-in",
+    })
