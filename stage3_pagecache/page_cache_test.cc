@@ -198,7 +198,9 @@ TEST(PageCache, VeryLargeSpansAreMappedDirectlyAndRegistered) {
     base[span_bytes(s) - 1] = 2;
     pc_free_span(s);
     EXPECT_EQ(pm_lookup(span_page_of(base)), nullptr) << "unregistered before it was unmapped";
-    EXPECT_LE(os_mapped_bytes(), mapped + (1 << 20)) << "given back to the OS";
+    // Slack: registering the span may have mapped a page-map leaf, which
+    // stays (1.125 MiB; more than 1 MiB under --config=opt's layout).
+    EXPECT_LE(os_mapped_bytes(), mapped + sizeof(pm_leaf) + (1 << 20)) << "given back to the OS";
     EXPECT_EQ(Census().direct_pages, 0u);
 
     hc_span *aligned = pc_alloc_span_aligned(pages, 256);  // 2 MiB aligned
