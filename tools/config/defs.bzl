@@ -32,3 +32,10 @@ def skip_preload_under_sanitizers():
         "asan": "a sanitizer owns malloc and must load first: no drop-in",
         "tsan": "a sanitizer owns malloc and must load first: no drop-in",
     })
+
+def skip_rss_bounds_under_sanitizers():
+    """For tests that bound the resident set after memory goes back to the OS."""
+    return skip_under({
+        "asan": "ASan's quarantine holds freed blocks: RSS stays up",
+        "tsan": "TSan's shadow memory doubles RSS and is not released",
+    })
