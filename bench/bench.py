@@ -36,6 +36,10 @@ WORKLOADS = {
     "xthread": ("threads = producer/consumer pairs; producers malloc 64 B, consumers free", "002, 004"),
     "large": ("256 KiB..4 MiB, one byte written per 4 KiB page, then free", "001"),
     "churn": ("short-lived threads: each mallocs and frees 1,000 blocks of 16..256 B, exits", "004"),
+    "manythreads": ("mixed's loop on fresh threads while --side-threads idle threads live, "
+                    "each after 100 mallocs of 16 B..4 KiB", "issue 12"),
+    "latethreads": ("mixed's loop on fresh threads after --side-threads threads made their first "
+                    "100 mallocs in the last pthread-key destructor round", "issue 12"),
 }
 
 # The Debian packages of the peers, and the library each puts on the system.
@@ -613,6 +617,8 @@ def parse_args(argv, allocators):
                         "--tool=callgrind, for every allocator; writes callgrind.csv")
     p.add_argument("--callgrind-iters", metavar="N", type=int, default=DEFAULT_CALLGRIND_ITERS,
                    help="pairs in the measured callgrind loop (default: %s)" % fmt_int(DEFAULT_CALLGRIND_ITERS))
+    p.add_argument("--side-threads", metavar="N", type=int, default=300,
+                   help="manythreads, latethreads: the other threads, 1..4000 (default: 300)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default: bench-results/ at the workspace root)")
     args = p.parse_args(argv)
@@ -642,6 +648,9 @@ def parse_args(argv, allocators):
         args.scale = QUICK_SCALE if args.quick else 1.0
     if not args.scale > 0 or math.isinf(args.scale):
         raise UsageError("--scale: must be a positive number")
+    if not 1 <= args.side_threads <= 4000:
+        raise UsageError("--side-threads: must be 1..4000")
+    os.environ["BENCH_SIDE_THREADS"] = str(args.side_threads)  # read by bench_driver
     if args.callgrind_iters < 1:
         raise UsageError("--callgrind-iters: must be at least 1")
     return args
