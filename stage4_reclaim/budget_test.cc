@@ -101,12 +101,12 @@ TEST(Budget, AThousandLiveThreadsStayUnderTheBudget) {
 }
 
 TEST(Budget, ABusyThreadTakesShareFromIdleOnes) {
-    // 120 idle threads each claim budget (a cache above the floor), then
+    // 250 idle threads each claim budget (a cache above the floor), then
     // flush it: their limits drop and what they claimed stays with them as
-    // spare (64 KiB each), leaving under 2 MiB of the 8 MiB budget
+    // spare (32 KiB each), leaving under 2 MiB of the 8 MiB budget
     // unclaimed. A busy thread must then grow past that by taking the idle
     // threads' spare.
-    const int idle = 120;
+    const int idle = 250;
     std::mutex mutex;
     std::condition_variable cv;
     int started = 0;

@@ -104,11 +104,11 @@ static uint32_t tc_list_cap(unsigned cls) {
  *   and sum(charged + spare) + unclaimed <= budget.
  * An exiting thread returns its charge and spare to the unclaimed budget. */
 
-#define TC_FLOOR_BYTES    ((size_t)64 << 10)
-#define TC_SHARE_STEP     ((size_t)32 << 10)
-#define TC_SPARE_KEEP     ((size_t)64 << 10)
-#define TC_STEAL_BACKOFF  16u
-#define TC_STEAL_VISITS   8u
+#define TC_FLOOR_BYTES    ((size_t)2 * HC_BATCH_BYTES)
+#define TC_SHARE_STEP     ((size_t)16 << 10)
+#define TC_SPARE_KEEP     ((size_t)32 << 10)
+#define TC_STEAL_BACKOFF  64u
+#define TC_STEAL_VISITS   16u
 #define TC_REAP_VISITS    2u
 
 /* Budget owed for a capacity: what lies above the free floor. */
@@ -231,10 +231,12 @@ static int tc_reserve(tc_cache *tc, size_t need) {
                 got += tc_steal(tc);
         }
         if (got < charge) {
-            tc_add_spare(tc, got); /* keep it for the next try */
+            if (got > 0)
+                tc_add_spare(tc, got); /* keep it for the next try */
             return 0;
         }
-        tc_add_spare(tc, got - charge);
+        if (got > charge)
+            tc_add_spare(tc, got - charge);
     }
     __atomic_store_n(&tc->capacity_bytes, tc->capacity_bytes + need, __ATOMIC_RELAXED);
     return 1;
