@@ -61,7 +61,7 @@ tc_cache *tc_get_or_create(void) {
     if (tc == NULL)
         return NULL;
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-        tc->lists[cls].max_length = 1; /* slow start: a class used once costs one object */
+        fl_set_limit(&tc->lists[cls], 1); /* slow start: a class used once costs one object */
     hc_lock_acquire(&tc_registry_lock);
     tc->next_cache = tc_registry;
     tc_registry = tc;
@@ -76,9 +76,9 @@ static void tc_grow_limit(hc_free_list *list, unsigned cls) {
     /* LAB BEGIN: slow_start */
     uint32_t batch = sc_batch(cls), cap = tc_list_cap(cls);
     if (list->max_length < batch)
-        list->max_length++;
+        fl_set_limit(list, list->max_length + 1);
     else if (list->max_length < cap)
-        list->max_length = list->max_length + batch < cap ? list->max_length + batch : cap;
+        fl_set_limit(list, list->max_length + batch < cap ? list->max_length + batch : cap);
     /* LAB END: slow_start */
 }
 
@@ -100,12 +100,12 @@ static void tc_scavenge(tc_cache *tc) {
     /* LAB BEGIN: scavenge */
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         hc_free_list *list = &tc->lists[cls];
-        if (tc_class_test(tc->ran_dry, cls) || list->length == 0)
+        uint32_t length = fl_length(list), batch = sc_batch(cls);
+        if (tc_class_test(tc->ran_dry, cls) || length == 0)
             continue;
-        tc_release(tc, cls, (list->length + 1) / 2);
-        uint32_t batch = sc_batch(cls);
+        tc_release(tc, cls, (length + 1) / 2);
         if (list->max_length > batch)
-            list->max_length = list->max_length - batch > batch ? list->max_length - batch : batch;
+            fl_set_limit(list, list->max_length - batch > batch ? list->max_length - batch : batch);
     }
     tc->ran_dry[0] = tc->ran_dry[1] = 0;
     /* LAB END: scavenge */
@@ -145,12 +145,13 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
      * keeps overflowing belongs to a thread that frees more than it
      * allocates: a big limit only lets it hoard, so shrink it (ListTooLong). */
     if (list->max_length < batch) {
-        list->max_length++;
+        fl_set_limit(list, list->max_length + 1);
     } else if (list->max_length > batch && ++tc->overages[cls] > TC_MAX_OVERAGES) {
-        list->max_length = list->max_length - batch > batch ? list->max_length - batch : batch;
+        fl_set_limit(list, list->max_length - batch > batch ? list->max_length - batch : batch);
         tc->overages[cls] = 0;
     }
-    uint32_t excess = list->length > list->max_length ? list->length - list->max_length : 0;
+    uint32_t length = fl_length(list);
+    uint32_t excess = length > list->max_length ? length - list->max_length : 0;
     tc_release(tc, cls, excess > batch ? excess : batch);
     tc_note_slow_path(tc);
     /* LAB END: overflow_to_central */
@@ -164,7 +165,7 @@ void tc_free_without_cache(void *obj, unsigned cls) {
 void tc_flush_current(void) {
     tc_cache *tc = tc_current;
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-        tc_release(tc, cls, tc->lists[cls].length);
+        tc_release(tc, cls, fl_length(&tc->lists[cls]));
 }
 
 void tc_collect_stats(hc_stats *out) {
@@ -174,7 +175,7 @@ void tc_collect_stats(hc_stats *out) {
         /* Other threads' lengths are read without their owners' help: a
          * snapshot that may be a batch out of date, never a torn value. */
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-            cached += (size_t)__atomic_load_n(&tc->lists[cls].length, __ATOMIC_RELAXED) * sc_size(cls);
+            cached += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
     }
     hc_lock_release(&tc_registry_lock);
     cc_collect_stats(out);

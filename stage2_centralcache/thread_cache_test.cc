@@ -36,9 +36,9 @@ TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutABatch) {
         const hc_free_list &list = tc_current->lists[cls];
         EXPECT_GT(grown, 1000u);
         EXPECT_LE(list.max_length, 2 * sc_batch(cls)) << "the limit shrank back";
-        EXPECT_LE(list.length, 2 * sc_batch(cls)) << "and it holds about a batch, not the cap";
+        EXPECT_LE(fl_length(&list), 2 * sc_batch(cls)) << "and it holds about a batch, not the cap";
         std::printf("limit %u after 5000 refilled mallocs, %u after 20000 frees; %u objects held\n",
-                    grown, list.max_length, list.length);
+                    grown, list.max_length, fl_length(&list));
     }).join();
 }
 
@@ -47,12 +47,12 @@ TEST(ThreadCacheLists, TheScavengeEmptiesAListThatStopsBeingUsed) {
         const size_t idle_size = 96, busy_size = 1024;
         const unsigned idle_cls = sc_index(idle_size);
         FreeAll(AllocateMany(idle_size, 2000), idle_size);
-        uint32_t held = tc_current->lists[idle_cls].length;
+        uint32_t held = fl_length(&tc_current->lists[idle_cls]);
         EXPECT_GT(held, 1000u) << "the list kept what it was given back";
         // Thousands of refills of another class: the slow path runs often,
         // and each scavenge halves the list nobody takes from.
         std::vector<void *> busy = AllocateMany(busy_size, 50000);
-        uint32_t left = tc_current->lists[idle_cls].length;
+        uint32_t left = fl_length(&tc_current->lists[idle_cls]);
         EXPECT_LT(left, held / 16) << "the idle list went back to the central cache";
         std::printf("idle list: %u objects, %u after 50000 mallocs of another class\n", held, left);
         FreeAll(busy, busy_size);

@@ -249,14 +249,14 @@ static void tc_set_limit_lower(tc_cache *tc, unsigned cls, uint32_t limit) {
     hc_free_list *list = &tc->lists[cls];
     if (list->max_length <= limit)
         return;
-    if (list->length > limit) {
+    if (fl_length(list) > limit) {
         void *first, *last;
-        uint32_t taken = fl_pop_range(list, list->length - limit, &first, &last);
+        uint32_t taken = fl_pop_range(list, fl_length(list) - limit, &first, &last);
         cc_return(cls, first, last, taken);
     }
     size_t old_capacity = tc->capacity_bytes;
     size_t capacity = old_capacity - (size_t)(list->max_length - limit) * sc_size(cls);
-    __atomic_store_n(&list->max_length, limit, __ATOMIC_RELAXED);
+    fl_set_limit(list, limit);
     __atomic_store_n(&tc->capacity_bytes, capacity, __ATOMIC_RELAXED);
     tc->overages[cls] = 0;
     if (limit == 0)
@@ -271,7 +271,7 @@ static void tc_set_limit_higher(tc_cache *tc, unsigned cls, uint32_t limit) {
     hc_free_list *list = &tc->lists[cls];
     if (limit <= list->max_length || !tc_reserve(tc, (size_t)(limit - list->max_length) * sc_size(cls)))
         return;
-    __atomic_store_n(&list->max_length, limit, __ATOMIC_RELAXED);
+    fl_set_limit(list, limit);
     tc->overages[cls] = 0;
     tc_class_set(tc->used_classes, cls);
 }
@@ -292,14 +292,14 @@ static void tc_scavenge(tc_cache *tc) {
         for (uint64_t bits = tc->used_classes[word] & ~tc->ran_dry[word]; bits != 0; bits &= bits - 1) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
             hc_free_list *list = &tc->lists[cls];
-            if (list->length == 0)
+            if (fl_length(list) == 0)
                 continue;
-            uint32_t batch = sc_batch(cls), keep = list->length / 2;
+            uint32_t batch = sc_batch(cls), keep = fl_length(list) / 2;
             if (list->max_length > batch)
                 tc_set_limit_lower(tc, cls, list->max_length - batch > batch ? list->max_length - batch : batch);
-            if (list->length > keep) {
+            if (fl_length(list) > keep) {
                 void *first, *last;
-                uint32_t taken = fl_pop_range(list, list->length - keep, &first, &last);
+                uint32_t taken = fl_pop_range(list, fl_length(list) - keep, &first, &last);
                 cc_return(cls, first, last, taken);
             }
         }
@@ -362,7 +362,7 @@ static void tc_reclaim(tc_cache *tc) {
         for (uint64_t bits = tc->used_classes[word]; bits != 0; bits &= bits - 1) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
             void *first, *last;
-            uint32_t taken = fl_pop_range(&tc->lists[cls], tc->lists[cls].length, &first, &last);
+            uint32_t taken = fl_pop_range(&tc->lists[cls], fl_length(&tc->lists[cls]), &first, &last);
             if (taken > 0)
                 cc_return(cls, first, last, taken);
         }
@@ -403,9 +403,9 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
     if (got > 1) {
         /* The limit may not have grown (budget): keep what fits, return the rest. */
         fl_push_range(list, fl_next(first), last, got - 1);
-        if (list->length > list->max_length) {
+        if (fl_length(list) > list->max_length) {
             void *extra_first, *extra_last;
-            uint32_t n = fl_pop_range(list, list->length - list->max_length, &extra_first, &extra_last);
+            uint32_t n = fl_pop_range(list, fl_length(list) - list->max_length, &extra_first, &extra_last);
             cc_return(cls, extra_first, extra_last, n);
         }
     }
@@ -427,7 +427,8 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
     else if (list->max_length > batch && ++tc->overages[cls] > TC_MAX_OVERAGES)
         tc_set_limit_lower(tc, cls, list->max_length - batch > batch ? list->max_length - batch : batch);
     fl_push(list, obj);
-    uint32_t excess = list->length > list->max_length ? list->length - list->max_length : 0;
+    uint32_t length = fl_length(list);
+    uint32_t excess = length > list->max_length ? length - list->max_length : 0;
     void *first, *last;
     uint32_t taken = fl_pop_range(list, excess > batch ? excess : batch, &first, &last);
     cc_return(cls, first, last, taken);
@@ -459,7 +460,7 @@ void tc_collect_stats(hc_stats *out) {
         /* Other threads' lengths are read without their owners' help: a
          * snapshot that may be a batch out of date, never a torn value. */
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-            cached += (size_t)__atomic_load_n(&tc->lists[cls].length, __ATOMIC_RELAXED) * sc_size(cls);
+            cached += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
     }
     hc_lock_release(&tc_registry_lock);
     cc_collect_stats(out);
