@@ -115,9 +115,8 @@ HC_EXPORT void *hc_malloc(size_t size) {
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     track_free(ptr, size); /* from here on only the free list may touch it */
-    tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
-        if (HC_LIKELY(tc_list_try_free(tc_list_small(tc, size), ptr)))
+        if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
     }
     free_slow(ptr, size);
