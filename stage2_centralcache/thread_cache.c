@@ -14,7 +14,8 @@
  *     ListTooLong), so a thread that only frees holds about one batch;
  *   - every TC_SCAVENGE_PERIOD slow-path visits, lists that did not run dry
  *     since the last scavenge give half their objects back (the scavenge);
- *   - hc_thread_flush() gives everything back.
+ *   - hc_thread_flush() gives everything back (a thread with no cache has
+ *     nothing, and must not write into the shared sentinel).
  * May touch: this thread's tc_cache; the central cache through cc_*. */
 #include "stage1_threadcache/thread_cache.h"
 
@@ -164,6 +165,8 @@ void tc_free_without_cache(void *obj, unsigned cls) {
 
 void tc_flush_current(void) {
     tc_cache *tc = tc_current;
+    if (tc == &tc_sentinel)
+        return; /* no cache: nothing to give back, and the sentinel is shared */
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
         tc_release(tc, cls, fl_length(&tc->lists[cls]));
 }
