@@ -357,7 +357,6 @@ tc_cache *tc_get_or_create(void) {
 /* Gives an unlinked cache's objects, charge and spare back, and its record
  * to the pool. Its owner is exiting (the caller) or dead. */
 static void tc_reclaim(tc_cache *tc) {
-    /* LAB BEGIN: thread_exit */
     for (unsigned word = 0; word < 2; word++)
         for (uint64_t bits = tc->used_classes[word]; bits != 0; bits &= bits - 1) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
@@ -370,19 +369,20 @@ static void tc_reclaim(tc_cache *tc) {
     __atomic_fetch_add(&tc_unclaimed, back, __ATOMIC_RELAXED);
     pthread_mutex_destroy(&tc->owner_alive);
     pool_free(&tc_cache_pool, tc);
-    /* LAB END: thread_exit */
 }
 
 /* The pthread key destructor: runs when a thread that has a cache exits. */
 static void tc_thread_exit(void *arg) {
+    /* LAB BEGIN: thread_exit */
     tc_cache *tc = arg;
     tc_thread_exited = 1;
     tc_current = &tc_sentinel;
     hc_lock_acquire(&tc_registry_lock);
     tc_unlink_locked(tc);
     hc_lock_release(&tc_registry_lock);
-    pthread_mutex_unlock(&tc->owner_alive);
+    pthread_mutex_unlock(&tc->owner_alive); /* unlinked: no sweep will look at it */
     tc_reclaim(tc);
+    /* LAB END: thread_exit */
 }
 
 /* ---- Refill, overflow, flush ----------------------------------------------------- */
