@@ -20,6 +20,7 @@
 #include "common/free_list.h"
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
+#include "common/trace.h"
 
 typedef struct tc_cache {
     hc_free_list lists[HC_NUM_CLASSES]; /* lists[cls]: free objects of class cls */
@@ -86,6 +87,8 @@ HC_INLINE hc_free_list *tc_list_small(tc_cache *tc, size_t size) {
 }
 
 HC_INLINE void *tc_list_try_alloc(hc_free_list *list) {
+    /* common/trace.h; the class is the list's index in this thread's cache */
+    HC_TRACE_HIT(HC_TRACE_TC_ALLOC_HIT, (unsigned)(list - tc_current->lists), !fl_empty(list));
     /* LAB BEGIN: fast_path_pop */
     return fl_pop(list);
     /* LAB END: fast_path_pop */
@@ -93,6 +96,7 @@ HC_INLINE void *tc_list_try_alloc(hc_free_list *list) {
 
 /* Returns 0 (and does nothing) when the list is at its limit. */
 HC_INLINE int tc_list_try_free(hc_free_list *list, void *obj) {
+    HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, (unsigned)(list - tc_current->lists), !fl_full(list));
     /* LAB BEGIN: fast_path_push */
     if (HC_UNLIKELY(fl_full(list)))
         return 0;

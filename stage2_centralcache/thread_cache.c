@@ -23,6 +23,7 @@
 
 #include "common/lock.h"
 #include "common/pool.h"
+#include "common/trace.h"
 #include "stage2_centralcache/central_cache.h"
 
 /* A list never holds more than this many bytes of objects (nor fewer than
@@ -121,6 +122,7 @@ static void tc_note_slow_path(tc_cache *tc) {
 }
 
 void *tc_refill(tc_cache *tc, unsigned cls) {
+    HC_TRACE(HC_TRACE_TC_REFILL, cls);
     /* LAB BEGIN: refill_from_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
@@ -138,6 +140,7 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
 }
 
 void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
+    HC_TRACE(HC_TRACE_TC_OVERFLOW, cls);
     /* LAB BEGIN: overflow_to_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t batch = sc_batch(cls);
