@@ -404,7 +404,9 @@ static long run_churn(int threads, long rounds, uint64_t max_ns, uint64_t *wall)
 
 #define SIDE_BLOCKS      100
 #define SIDE_MAX_THREADS 4000
-#define SIDE_LATE_AT_ONCE 16 /* latethreads: started, then joined, this many at a time */
+/* latethreads: one thread at a time. With 16 at once, jemalloc 5.3 (Debian's
+ * libjemalloc2) crashed (SIGSEGV) in about one run in two, 100 threads. */
+#define SIDE_LATE_AT_ONCE 1
 
 static pthread_t side_threads[SIDE_MAX_THREADS];
 static int side_count, side_ready, side_released;
