@@ -38,6 +38,9 @@ WORKLOADS = {
     "xthread": ("threads = producer/consumer pairs; producers malloc 64 B, consumers free", "002, 004"),
     "large": ("256 KiB..4 MiB, one byte written per 4 KiB page, then free", "001"),
     "churn": ("short-lived threads: each mallocs and frees 1,000 blocks of 16..256 B, exits", "004"),
+    "bigblocks": ("20 live blocks of 5..25 MiB replaced at random, a byte written per page", "001"),
+    "regrow": ("realloc from 64 B up to 16..48 MiB by ~2 KiB steps, then down; pair = realloc", "001"),
+    "longspans": ("2.5..3.5 MiB malloc/free with 10,000 free holes of 1..2 MiB around", "001"),
     "manythreads": ("mixed's loop on fresh threads while --side-threads idle threads live, "
                     "each after 100 mallocs of 16 B..4 KiB", "issue 12"),
     "latethreads": ("mixed's loop on fresh threads after --side-threads threads made their first "
@@ -202,11 +205,17 @@ class Measurement:
         self.cut = cut
 
 
+class Skipped(Exception):
+    """The allocator cannot run the workload (the driver says why)."""
+
+
 def measure(alloc, workload, threads, scale):
     max_seconds = MAX_SECONDS_AT_SCALE_1 * max(scale, MIN_TIME_LIMIT_SCALE)
     argv = [alloc.driver, "run", workload, str(threads), repr(scale), repr(max_seconds)]
     status, out, err = run_child(argv, alloc.env(), timeout_s=60 + 10 * max_seconds)
     fields = parse_fields(out)
+    if status == 0 and "skipped" in fields:
+        raise Skipped(fields["skipped"].replace("_", " "))
     if status != 0 or "wall_ns" not in fields:
         detail = err.strip().splitlines()[-1] if err.strip() else "exit status %d" % status
         raise RuntimeError("%s %s t=%d failed: %s" % (alloc.name, workload, threads, detail))
@@ -247,7 +256,7 @@ def print_table(workload, rows, allocators, threads):
             if r is None:
                 continue
             if r.get("failed"):
-                print("%7d  %-20s %12s" % (t, a.name, "FAILED"))
+                print("%7d  %-20s %12s" % (t, a.name, "skipped: " + r["skipped"] if r.get("skipped") else "FAILED"))
                 continue
             ratio = "%.2f" % r["ratio"] if r["ratio"] is not None else "-"
             mark = "*" if r["cut"] else " "
@@ -408,7 +417,7 @@ def write_markdown(path, results, workloads, threads, allocators, machine):
             for t in threads:
                 r = rows.get((t, a.name), {"failed": True})
                 if r.get("failed"):
-                    cells.append("failed")
+                    cells.append("skipped" if r.get("skipped") else "failed")
                     continue
                 ratio = "%.2fx" % r["ratio"] if r["ratio"] is not None else "-"
                 cells.append("%s%s, %s" % (fmt_ns(r["ns"]), "\\*" if r["cut"] else "", ratio))
@@ -442,7 +451,7 @@ def bench_workloads(args, allocators, out_dir, machine):
         rows = {}
         for t in threads:
             samples = {a.name: [] for a in allocators}
-            errors = {}
+            errors, skipped = {}, {}
             for rep in range(args.reps):
                 shift = rep % len(allocators)
                 for a in allocators[shift:] + allocators[:shift]:
@@ -451,6 +460,10 @@ def bench_workloads(args, allocators, out_dir, machine):
                         continue
                     try:
                         m = measure(a, wl, t, args.scale)
+                    except Skipped as e:
+                        errors[a.name] = str(e)
+                        skipped[a.name] = str(e)
+                        continue
                     except RuntimeError as e:
                         errors[a.name] = str(e)
                         sys.stderr.write("[%d/%d] %s\n" % (step, steps, e))
@@ -462,6 +475,9 @@ def bench_workloads(args, allocators, out_dir, machine):
                     sys.stderr.flush()
             for a in allocators:
                 ms = samples[a.name]
+                if a.name in skipped:
+                    rows[(t, a.name)] = {"failed": True, "skipped": skipped[a.name]}
+                    continue
                 if a.name in errors or not ms:
                     rows[(t, a.name)] = {"failed": True}
                     failed = True

@@ -179,7 +179,8 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
     if (size > HC_MAX_SMALL_SIZE) {
         hc_span *span = large_span_of(ptr, "free(): invalid pointer");
 #if HC_DEBUG
-        if (large_pages(size) != span->page_count)
+        /* Fewer pages are right too: realloc may leave slack (hc_realloc). */
+        if (large_pages(size) > span->page_count)
             hc_fatal_pointer("free_sized(): wrong size for the block at", ptr);
 #endif
         large_free(span);
@@ -295,11 +296,44 @@ HC_EXPORT size_t hc_usable_size(const void *ptr) {
     return usable;
 }
 
-/* realloc(p, 0) frees p and returns NULL, as glibc does. A block stays where
- * it is when the new size needs the same class (small) or the same number of
- * pages (large): then hc_free_sized with the new size still finds the right
- * class. Otherwise: a new block, a copy, and the old one freed; if the new
- * block cannot be had, NULL with ENOMEM and the old block untouched. */
+/* A large block resized where it is: the same number of pages, the free
+ * pages right after it taken (growing), or its tail given back (shrinking,
+ * which so needs no second block: it works even where memory for a copy
+ * could not be had). Returns whether the block now holds `size` bytes. */
+static int large_resize_in_place(hc_span *span, size_t size) {
+    size_t pages = large_pages(size);
+    if (pages == 0)
+        return 0;
+    if (pages == span->page_count)
+        return 1;
+    if (pages > span->page_count)
+        return pc_grow_span_in_place(span, pages) == 0;
+    return pc_shrink_span_in_place(span, pages) == 0;
+}
+
+/* A large block of `size` bytes for a block of `old` bytes that grows and
+ * must move: half as many pages again as it had, if that is more than it
+ * asks for. Growing by small steps then moves a block O(log size) times, not
+ * once per page: amortised O(1) work per byte. A block that more than
+ * doubles (a vector's growth) gets no slack. */
+static void *large_alloc_for_growth(size_t size, size_t old) {
+    size_t pages = large_pages(size);
+    size_t with_slack = old > HC_MAX_SMALL_SIZE ? large_pages(old) + large_pages(old) / 2 : 0;
+    if (pages == 0 || with_slack <= pages || with_slack > PC_MAX_PAGES)
+        return hc_malloc(size);
+    hc_span *span = pc_alloc_span(with_slack, 0);
+    if (span == NULL)
+        return hc_malloc(size); /* the slack is a bet, not a need */
+    note_alloc(span_start(span), size, span->direct);
+    return span_start(span);
+}
+
+/* realloc(p, 0) frees p and returns NULL, as glibc does. A small block stays
+ * where it is when the new size needs the same class (then hc_free_sized with
+ * the new size still finds the right class); a large one is resized in place
+ * when it can be (above). Otherwise: a new block, a copy, and the old one
+ * freed; if the new block cannot be had, NULL with ENOMEM and the old block
+ * untouched. */
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     if (ptr == NULL)
         return hc_malloc(size);
@@ -310,11 +344,11 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     }
     size_t old = block_size(span);
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
-                                  : size > HC_MAX_SMALL_SIZE && large_pages(size) == span->page_count) {
-        track_resize(ptr, old, size);
+                                  : size > HC_MAX_SMALL_SIZE && large_resize_in_place(span, size)) {
+        track_resize(ptr, block_size(span), size);
         return ptr;
     }
-    void *fresh = hc_malloc(size);
+    void *fresh = size > old ? large_alloc_for_growth(size, old) : hc_malloc(size);
     if (fresh == NULL)
         return NULL;
     /* The copy reads the whole slot, past what a checker knows was asked for. */

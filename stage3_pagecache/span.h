@@ -46,9 +46,21 @@ typedef enum span_state {
 
 typedef struct hc_span {
     /* The pool links free records through the first word: keep `state`
-     * elsewhere so that a dead record still reads as SPAN_DEAD. */
-    struct hc_span *next;
-    struct hc_span *prev;
+     * elsewhere so that a dead record still reads as SPAN_DEAD.
+     * A span is on at most one list or tree at a time, so the two links
+     * double as a tree node's children: a free span longer than the page
+     * cache's exact-length lists sits in its tree (page_cache.c), not on a
+     * list, and uses left/right instead of next/prev. */
+    union {
+        struct {
+            struct hc_span *next;
+            struct hc_span *prev;
+        };
+        struct {
+            struct hc_span *left;  /* SPAN_FREE, long: shorter (or same length, lower) */
+            struct hc_span *right; /* SPAN_FREE, long: longer (or same length, higher) */
+        };
+    };
     uintptr_t start_page;    /* address >> HC_PAGE_SHIFT */
     size_t page_count;
     uint8_t state;           /* span_state */
