@@ -4,6 +4,11 @@
 usage: tools/make_lab.py STAGE OUTDIR [--reference] [--force]
        tools/make_lab.py --list [STAGE]
 
+OUTDIR may be inside the clone (tools/make_lab.py stage2_centralcache lab2)
+when .bazelignore names it, as it names lab1 to lab4: Bazel would otherwise
+read the lab's BUILD files as packages of this workspace too. It may not be
+the clone itself, nor an existing folder with files in it (unless --force).
+
 Writes to OUTDIR a workspace that builds on its own: WORKSPACE, .bazelrc,
 common/, tests/, third_party/, tools/setup.sh, every stage before STAGE as
 it is, and STAGE with the bodies the lab asks for removed. The lab's handout,
@@ -119,6 +124,17 @@ def strip(path, relpath):
     return [name for name, _, _ in found]
 
 
+def bazel_ignores(rel, root=ROOT):
+    """Whether `rel` (relative to root) is at or under a line of .bazelignore."""
+    try:
+        with open(os.path.join(root, ".bazelignore"), encoding="utf-8") as f:
+            ignored = [l.strip().rstrip("/") for l in f if l.strip() and not l.startswith("#")]
+    except FileNotFoundError:
+        return False
+    parts = os.path.normpath(rel).split(os.sep)
+    return any(os.path.join(*parts[:i]) in ignored for i in range(1, len(parts) + 1))
+
+
 def _copy(src_root, rel, dst_root):
     src, dst = os.path.join(src_root, rel), os.path.join(dst_root, rel)
     if os.path.isdir(src):
@@ -141,10 +157,17 @@ def make_lab(stage, outdir, reference=False, force=False, root=ROOT):
     if stage not in all_stages:
         raise LabError(f"no stage '{stage}' (have: {', '.join(all_stages)})")
     real_out, real_root = os.path.realpath(outdir), os.path.realpath(root)
+    if os.path.commonpath([real_out, real_root]) == real_out:
+        raise LabError(f"{outdir} is the repository (or holds it): name a new folder, e.g. lab2")
     if os.path.commonpath([real_out, real_root]) == real_root:
-        # Bazel would see the lab's BUILD files as packages of this workspace,
-        # and `bazel test //...` would build the skeleton against it.
-        raise LabError(f"{outdir} is inside the repository: generate the lab elsewhere")
+        # Inside the clone is fine if Bazel skips the folder: otherwise the
+        # lab's BUILD files would be packages of this workspace too, and
+        # `bazel test //...` here would build the skeleton.
+        rel = os.path.relpath(real_out, real_root)
+        if not bazel_ignores(rel, real_root):
+            raise LabError(f"{outdir} is inside the repository and not in .bazelignore: "
+                           f"add the line '{rel.split(os.sep)[0]}' to .bazelignore "
+                           f"(lab1 to lab4 are there) or generate the lab elsewhere")
     if os.path.exists(outdir) and os.listdir(outdir):
         if not force:
             raise LabError(f"{outdir} is not empty (use --force to replace it)")

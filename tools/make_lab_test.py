@@ -88,9 +88,26 @@ class MarkerTest(unittest.TestCase):
             for path in make_lab.stage_sources(os.path.join(make_lab.ROOT, stage)):
                 make_lab.regions(path)  # raises on a malformed pair
 
-    def test_a_lab_inside_the_repository_is_refused(self):
+    def test_a_lab_inside_the_repository_needs_a_bazelignore_line(self):
+        # A fake clone: one stage with a marker, and a .bazelignore naming lab2.
+        root = self.dir.name
+        os.makedirs(os.path.join(root, "stage1_x"))
+        write(os.path.join(root, "stage1_x"), "x.c", SOURCE)
+        write(root, ".bazelignore", "# comment\nlab2\n")
         with self.assertRaises(make_lab.LabError):
-            make_lab.make_lab("stage1_threadcache", os.path.join(make_lab.ROOT, "lab_here"))
+            make_lab.make_lab("stage1_x", os.path.join(root, "elsewhere"), root=root)
+        with self.assertRaises(make_lab.LabError):
+            make_lab.make_lab("stage1_x", root, root=root, force=True)  # the clone itself
+        with self.assertRaises(make_lab.LabError):
+            make_lab.make_lab("stage1_x", os.path.dirname(root), root=root, force=True)
+        removed = make_lab.make_lab("stage1_x", os.path.join(root, "lab2"), root=root)
+        self.assertEqual(removed, [("stage1_x/x.c", "answer"), ("stage1_x/x.c", "twice")])
+        with self.assertRaises(make_lab.LabError):  # not empty now
+            make_lab.make_lab("stage1_x", os.path.join(root, "lab2"), root=root)
+
+    def test_the_handout_folders_are_ignored_by_bazel(self):
+        for n in range(1, 5):
+            self.assertTrue(make_lab.bazel_ignores(f"lab{n}"), f"lab{n} missing from .bazelignore")
 
 
 if __name__ == "__main__":
