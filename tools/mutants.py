@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""tools/mutants.py — do the tests catch the bugs the labs invite?
+
+Each mutant is one small textual edit of the reference (a bug a student could
+write) and the Bazel test that must fail because of it. For each mutant the
+script applies the edit to a reference copy of its stage (tools/make_lab.py
+--reference, in a scratch folder: the clone is never touched), runs the
+target there, and reports
+
+    killed     the target failed (and printed `expect`, when one is given)
+    SURVIVED   the target passed: no test checks what the edit broke
+    stale      the edit's text is no longer in the file (the code changed:
+               update the mutant)
+    broken     the mutant did not build (a bad mutant, not a verdict)
+
+usage: tools/mutants.py [--list] [--stage STAGE] [NAME...]
+Exit status 0 when every mutant run was killed. About 30-60 s per mutant.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_lab  # noqa: E402
+
+# (name, stage, file in the stage, old text, new text, target, expect regex or None, the bug)
+MUTANTS = [
+    # ---- lab 1 ---------------------------------------------------------------------
+    ("push_ignores_limit", "stage1_threadcache", "thread_cache.h",
+     "if (HC_UNLIKELY(list->length >= list->max_length))",
+     "if (HC_UNLIKELY(list->length > list->max_length))",
+     "thread_cache_test", None, "the fast path lets a list pass its limit by one"),
+    ("refill_drops_batch", "stage1_threadcache", "thread_cache.c",
+     "        fl_push_range(&tc->lists[cls], first + size, obj, n - 1);",
+     "        (void)obj;",
+     "conformance_test", None, "a refill carves a batch and keeps only one object"),
+    # ---- lab 2 (the three of issue 14 first) ------------------------------------------
+    ("fetch_drops_span_rest", "stage2_centralcache", "central_cache.c",
+     "        fl_push_range(&bucket->objects, chain.head, span_last, chain.length);",
+     "        (void)span_last;",
+     "conformance_test", "objects lost|mapped", "cc_fetch drops the rest of a newly carved span"),
+    ("overflow_never_grows", "stage2_centralcache", "thread_cache.c",
+     "    tc_grow_limit(list, cls);\n    tc_release(tc, cls, sc_batch(cls));",
+     "    tc_release(tc, cls, sc_batch(cls));",
+     "limits_test", None, "an overflow never grows the list's limit"),
+    ("overflow_returns_all", "stage2_centralcache", "thread_cache.c",
+     "    tc_release(tc, cls, sc_batch(cls));\n    /* LAB END: overflow_to_central */",
+     "    tc_release(tc, cls, list->length);\n    /* LAB END: overflow_to_central */",
+     "limits_test", None, "an overflow returns the whole list, not one batch"),
+    ("return_drops_objects", "stage2_centralcache", "central_cache.c",
+     "    fl_push_range(&bucket->objects, first, last, n);",
+     "    (void)first; (void)last; (void)n;",
+     "limits_test", None, "cc_return loses what it is given"),
+    ("refill_keeps_one", "stage2_centralcache", "thread_cache.c",
+     "    if (got > 1)\n        fl_push_range(list, fl_next(first), last, got - 1);",
+     "    (void)last;",
+     "conformance_test", None, "a refill keeps one object of the batch and drops the rest"),
+    ("no_slow_start", "stage2_centralcache", "thread_cache.c",
+     "    if (list->max_length < batch)\n        list->max_length++;",
+     "    if (list->max_length < batch)\n        list->max_length = batch;",
+     "central_cache_test", None, "no slow start: a class used once costs a batch"),
+    ("carve_under_lock", "stage2_centralcache", "central_cache.c",
+     "    hc_lock_release(&bucket->lock);\n    if (got > 0)\n        return got;",
+     "    if (got > 0) {\n        hc_lock_release(&bucket->lock);\n        return got;\n    }",
+     "central_cache_test", "lock watchdog: waited",
+     "the bucket lock held around cc_carve_new_span, which takes it (deadlock)"),
+    # ---- lab 3 -----------------------------------------------------------------------
+    ("merge_left_only", "stage3_pagecache", "page_cache.c",
+     "    if (right != NULL) {", "    if (right != NULL && 0) {",
+     "page_cache_test", None, "a freed span merges with its left neighbour only"),
+    ("merge_right_only", "stage3_pagecache", "page_cache.c",
+     "    if (left != NULL) {", "    if (left != NULL && 0) {",
+     "page_cache_test", None, "a freed span merges with its right neighbour only"),
+    ("span_never_returned", "stage3_pagecache", "central_cache.c",
+     "if (--span->objects_in_use == 0) {", "if (--span->objects_in_use == 0 && 0) {",
+     "central_cache_test", None, "a span whose objects all came back stays in its bucket"),
+    ("split_loses_tail", "stage3_pagecache", "page_cache.c",
+     "    if (tail) free_span_insert(tail);", "    (void)tail;",
+     "page_cache_test", None, "a split forgets the pages after the cut"),
+    # ---- lab 4 -----------------------------------------------------------------------
+    ("exit_keeps_objects", "stage4_reclaim", "thread_cache.c",
+     "    tc_current = &tc_sentinel;\n    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)\n"
+     "        tc_release(tc, cls, tc->lists[cls].length);",
+     "    tc_current = &tc_sentinel;",
+     "thread_exit_test", None, "an exiting thread's cached objects are never given back"),
+    ("exit_keeps_share", "stage4_reclaim", "thread_cache.c",
+     "    tc_unclaimed += tc->share_bytes;", "",
+     "budget_test", None, "an exiting thread's budget share is lost"),
+    ("never_steal_share", "stage4_reclaim", "thread_cache.c",
+     "tries < tc_live_caches; tries++", "tries < 0; tries++",
+     "budget_test", None, "a busy thread never takes share from idle ones"),
+]
+
+
+def run_stage(stage, mutants, scratch, output_base, log_dir):
+    workspace = os.path.join(scratch, stage)
+    make_lab.make_lab(stage, workspace, reference=True, force=True)
+    results = []
+    for name, _, rel, old, new, target, expect, _ in mutants:
+        path = os.path.join(workspace, stage, rel)
+        with open(path, encoding="utf-8") as f:
+            original = f.read()
+        if original.count(old) != 1:
+            results.append((name, "stale", target))
+            continue
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(original.replace(old, new))
+        cmd = ["bazel", f"--output_base={output_base}", "test", "--color=no", "--curses=no",
+               "--noshow_progress", "--test_output=errors", f"//{stage}:{target}"]
+        done = subprocess.run(cmd, cwd=workspace, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(original)
+        log = os.path.join(log_dir, f"{name}.log")
+        with open(log, "w", encoding="utf-8") as f:
+            f.write(done.stdout)
+        if done.returncode == 0:
+            verdict = "SURVIVED"
+        elif done.returncode == 3:
+            verdict = "killed" if not expect or re.search(expect, done.stdout) else \
+                f"killed, but without /{expect}/"
+        else:
+            verdict = f"broken (bazel exit {done.returncode})"
+        results.append((name, verdict, target))
+        print(f"{name:24} {verdict:10} //{stage}:{target}   ({log})", flush=True)
+    subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=workspace,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return results
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--stage")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--keep-logs", metavar="DIR", help="write each mutant's test log here")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if (not args.names or m[0] in args.names)
+              and (not args.stage or m[1] == args.stage)]
+    if args.list:
+        for name, stage, rel, _, _, target, _, bug in chosen:
+            print(f"{name:24} {stage}/{rel:18} //{stage}:{target:20} {bug}")
+        return 0
+    if not chosen:
+        print("mutants: nothing matches", file=sys.stderr)
+        return 2
+    scratch = tempfile.mkdtemp(prefix="hcmalloc-mutants.")
+    log_dir = args.keep_logs or os.path.join(scratch, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+    results = []
+    try:
+        for stage in make_lab.stages():
+            of_stage = [m for m in chosen if m[1] == stage]
+            if of_stage:
+                results += run_stage(stage, of_stage, scratch, os.path.join(scratch, "ob"), log_dir)
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", scratch], stderr=subprocess.DEVNULL)
+        if args.keep_logs:
+            shutil.rmtree(os.path.join(scratch, "ob"), ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    killed = sum(1 for _, v, _ in results if v == "killed")
+    print(f"mutants: {killed} of {len(results)} killed")
+    return 0 if killed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
