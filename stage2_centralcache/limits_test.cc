@@ -53,10 +53,10 @@ TEST(ListLimits, AnOverflowGivesBackAtMostOneBatchAndKeepsTheRest) {
     const uint32_t batch = sc_batch(cls);
     std::vector<void *> ptrs = AllocatedElsewhere(50 * batch);
     std::thread([&] {
-        const hc_free_list &list = tc_current->lists[cls];
         int overflows = 0;
         for (void *p : ptrs) {
-            uint32_t before = tc_current == &tc_sentinel ? 0 : list.length;
+            // tc_current changes on the first free (the sentinel's lists are empty).
+            uint32_t before = tc_current->lists[cls].length;
             hc_free_sized(p, kSize);
             const hc_free_list &now = tc_current->lists[cls];
             ASSERT_LE(now.length, now.max_length) << "a list past its limit";
