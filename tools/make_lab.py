@@ -47,6 +47,8 @@ COMMON_PATHS = [
     "tests",
     "third_party",
     os.path.join("tools", "setup.sh"),
+    os.path.join("tools", "grade.py"),
+    os.path.join("tools", "trace_driver.c"),
 ]
 SOURCE_SUFFIXES = (".c", ".h", ".cc")
 BEGIN = re.compile(r"^(\s*)/\* LAB BEGIN: ([A-Za-z0-9_]+) \*/\s*$")
@@ -93,11 +95,12 @@ def _parse(path, lines):
     return found
 
 
-def strip(path, relpath):
-    """Replaces each LAB region of `path` by a stop; returns the region names."""
+def strip(path, relpath, keep=()):
+    """Replaces each LAB region of `path` by a stop (except those named in
+    `keep`, left written); returns the names of the regions removed."""
     with open(path, encoding="utf-8") as f:
         lines = f.readlines()
-    found = _parse(relpath, lines)
+    found = [r for r in _parse(relpath, lines) if r[0] not in keep]
     if not found:
         return []
     out, skip_until = [], 0
@@ -105,7 +108,7 @@ def strip(path, relpath):
         if number <= skip_until:
             continue
         begin = BEGIN.match(line)
-        if begin:
+        if begin and begin.group(2) not in keep:
             indent, name = begin.group(1), begin.group(2)
             skip_until = next(last for n, first, last in found if first == number)
             out.append(f"{indent}/* LAB {name}: yours to write (see LAB.md). */\n")
@@ -152,7 +155,7 @@ def stage_sources(stage_dir):
                 yield os.path.join(dirpath, name)
 
 
-def make_lab(stage, outdir, reference=False, force=False, root=ROOT):
+def make_lab(stage, outdir, reference=False, force=False, root=ROOT, keep=()):
     all_stages = stages(root)
     if stage not in all_stages:
         raise LabError(f"no stage '{stage}' (have: {', '.join(all_stages)})")
@@ -192,8 +195,8 @@ def make_lab(stage, outdir, reference=False, force=False, root=ROOT):
         if reference:
             removed += [(rel, name) for name, _, _ in regions(path)]
         else:
-            removed += [(rel, name) for name in strip(path, rel)]
-    if not removed:
+            removed += [(rel, name) for name in strip(path, rel, keep)]
+    if not removed and not keep:
         raise LabError(f"{stage} has no LAB BEGIN/END markers: nothing for a lab to write")
     return removed
 
@@ -206,6 +209,8 @@ def main(argv):
                         help="copy without removing anything (markers kept)")
     parser.add_argument("--force", action="store_true", help="replace OUTDIR's contents")
     parser.add_argument("--list", action="store_true", help="list the LAB regions and exit")
+    parser.add_argument("--keep", metavar="NAME,...", default="",
+                        help="leave these regions written (a half-done lab, for testing the grader)")
     args = parser.parse_args(argv)
     try:
         if args.list:
@@ -216,7 +221,8 @@ def main(argv):
             return 0
         if not args.stage or not args.outdir:
             parser.error("STAGE and OUTDIR are required")
-        removed = make_lab(args.stage, args.outdir, args.reference, args.force)
+        keep = tuple(n for n in args.keep.split(",") if n)
+        removed = make_lab(args.stage, args.outdir, args.reference, args.force, keep=keep)
     except LabError as e:
         print(f"make_lab: {e}", file=sys.stderr)
         return 1

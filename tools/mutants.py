@@ -134,13 +134,39 @@ def run_stage(stage, mutants, scratch, output_base, log_dir):
     return results
 
 
+def write_mutant(name, outdir):
+    mutant = next((m for m in MUTANTS if m[0] == name), None)
+    if mutant is None:
+        print(f"mutants: no mutant {name}", file=sys.stderr)
+        return 2
+    _, stage, rel, old, new = mutant[:5]
+    for path in make_lab.stage_sources(os.path.join(make_lab.ROOT, stage)):
+        out = os.path.join(outdir, os.path.relpath(path, make_lab.ROOT))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        shutil.copy2(path, out)
+    path = os.path.join(outdir, stage, rel)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if text.count(old) != 1:
+        print(f"mutants: {name} is stale", file=sys.stderr)
+        return 1
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(old, new))
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*")
     parser.add_argument("--stage")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--keep-logs", metavar="DIR", help="write each mutant's test log here")
+    parser.add_argument("--write", nargs=2, metavar=("NAME", "DIR"),
+                        help="write the stage's sources with mutant NAME applied under DIR/STAGE "
+                             "(a hand-in with that bug, for testing the grader) and exit")
     args = parser.parse_args(argv)
+    if args.write:
+        return write_mutant(*args.write)
     chosen = [m for m in MUTANTS if (not args.names or m[0] in args.names)
               and (not args.stage or m[1] == args.stage)]
     if args.list:
