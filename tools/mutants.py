@@ -40,6 +40,9 @@ MUTANTS = [
      "        fl_push_range(&tc->lists[cls], first + size, obj, n - 1);",
      "        (void)obj;",
      "conformance_test", None, "a refill carves a batch and keeps only one object"),
+    ("carved_not_counted", "stage1_threadcache", "thread_cache.c",
+     "    tc->carved_bytes += n * size;", "",
+     "conformance_test", None, "a refill does not count what it carved (stats wrong)"),
     # ---- lab 2 (the three of issue 14 first) ------------------------------------------
     ("fetch_drops_span_rest", "stage2_centralcache", "central_cache.c",
      "        fl_push_range(&bucket->objects, chain.head, span_last, chain.length);",
@@ -65,6 +68,14 @@ MUTANTS = [
      "    if (list->max_length < batch)\n        list->max_length++;",
      "    if (list->max_length < batch)\n        list->max_length = batch;",
      "central_cache_test", None, "no slow start: a class used once costs a batch"),
+    ("limit_past_cap", "stage2_centralcache", "thread_cache.c",
+     "list->max_length + batch < cap ? list->max_length + batch : cap;",
+     "list->max_length + batch;",
+     "central_cache_test", None, "a list's limit grows past the cap"),
+    ("refill_asks_a_batch", "stage2_centralcache", "thread_cache.c",
+     "    uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);",
+     "    uint32_t want = sc_batch(cls);",
+     "central_cache_test", None, "a refill always asks for a whole batch (no slow start)"),
     ("carve_under_lock", "stage2_centralcache", "central_cache.c",
      "    hc_lock_release(&bucket->lock);\n    if (got > 0)\n        return got;",
      "    if (got > 0) {\n        hc_lock_release(&bucket->lock);\n        return got;\n    }",
@@ -83,6 +94,10 @@ MUTANTS = [
     ("split_loses_tail", "stage3_pagecache", "page_cache.c",
      "    if (tail) free_span_insert(tail);", "    (void)tail;",
      "page_cache_test", None, "a split forgets the pages after the cut"),
+    ("free_skips_object_check", "stage3_pagecache", "malloc.c",
+     "span->state == SPAN_SMALL && span_object_index(span, ptr) >= 0)",
+     "span->state == SPAN_SMALL)",
+     "malloc_test", None, "hc_free takes a pointer inside an object as the object"),
     # ---- lab 4 -----------------------------------------------------------------------
     ("exit_keeps_objects", "stage4_reclaim", "thread_cache.c",
      "    tc_current = &tc_sentinel;\n    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)\n"
@@ -95,6 +110,10 @@ MUTANTS = [
     ("never_steal_share", "stage4_reclaim", "thread_cache.c",
      "tries < tc_live_caches; tries++", "tries < 0; tries++",
      "budget_test", None, "a busy thread never takes share from idle ones"),
+    ("parse_no_overflow_check", "stage4_reclaim", "options.c",
+     "    if (*p != '\\0' || (shift && value > (SIZE_MAX >> shift)))",
+     "    if (*p != '\\0')",
+     "options_test", None, "a size with a suffix may overflow"),
 ]
 
 
