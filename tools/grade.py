@@ -235,27 +235,39 @@ cc_binary(name = "trace_driver_libc", srcs = ["trace_driver.c"], local_defines =
     return binary if done.returncode == 0 and os.path.exists(binary) else None
 
 
-def run_traces(binary, reps):
-    """{trace: {"ops_per_s", "utilisation"} or None if it failed}."""
-    results = {}
+def run_trace(binary, trace):
+    """{"ops_per_s", "utilisation"} of one run, or None if it failed."""
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run([binary, trace], text=True, timeout=120,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        return None
+    _, ops, seconds, held, mapped = done.stdout.split()
+    return {"ops_per_s": int(ops) / max(float(seconds), 1e-9),
+            "utilisation": int(held) / int(mapped) if int(mapped) else None}
+
+
+def run_traces(binaries, reps):
+    """[{trace: best run or None}] for each binary. The binaries take turns,
+    run by run, so a machine that gets busier slows them alike."""
+    best = [dict.fromkeys(TRACES) for _ in binaries]
+    failed = [set() for _ in binaries]
     for trace in TRACES:
-        best = None
         for _ in range(reps):
-            try:
-                done = subprocess.run([binary, trace], text=True, timeout=120,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            except subprocess.TimeoutExpired:
-                done = None
-            if binary is None or done is None or done.returncode != 0:
-                best = None
-                break
-            _, ops, seconds, held, mapped = done.stdout.split()
-            run = {"ops_per_s": int(ops) / max(float(seconds), 1e-9),
-                   "utilisation": int(held) / int(mapped) if int(mapped) else None}
-            if best is None or run["ops_per_s"] > best["ops_per_s"]:
-                best = run
-        results[trace] = best
-    return results
+            for i, binary in enumerate(binaries):
+                if trace in failed[i]:
+                    continue
+                run = run_trace(binary, trace)
+                if run is None:
+                    failed[i].add(trace)
+                    best[i][trace] = None
+                elif best[i][trace] is None or run["ops_per_s"] > best[i][trace]["ops_per_s"]:
+                    best[i][trace] = run
+    return best
 
 
 def grade_performance(mine, yardstick, space_reference):
@@ -327,18 +339,20 @@ def grade(workspace, stage, mode, quick, reps, reference_ws=None, keep_servers=F
         log(f"grade: tests of //{stage}:all in {workspace}")
         groups = grade_tests(bazel, workspace, stage, quick)
         log("grade: performance traces")
-        mine = run_traces(build_driver(bazel, workspace, stage), reps)
+        mine_bin = build_driver(bazel, workspace, stage)
         if reference_ws is None:
             yard_name = "libc malloc (preview)"
-            yardstick = run_traces(build_driver(bazel, workspace, stage, libc=True), reps)
+            mine, yardstick = run_traces([mine_bin, build_driver(bazel, workspace, stage, libc=True)], reps)
             space_ref = {}
         elif reference_ws == workspace:
-            yard_name, yardstick, space_ref = "the reference (itself)", mine, mine
+            yard_name = "the reference (itself)"
+            mine, = run_traces([mine_bin], reps)
+            yardstick = space_ref = mine
         else:
             ref = Bazel(reference_ws, output_bases.get("reference"))
             try:
                 yard_name = "the reference"
-                yardstick = run_traces(build_driver(ref, reference_ws, stage), reps)
+                mine, yardstick = run_traces([mine_bin, build_driver(ref, reference_ws, stage)], reps)
                 space_ref = yardstick
             finally:
                 if not keep_servers:

@@ -31,8 +31,8 @@
 #   5. tools/grade.py --handin on three hand-ins of lab 2, the reference, a
 #      leaky one (tools/mutants.py's fetch_drops_span_rest) and a half-done
 #      one (make_lab.py --keep: overflow_to_central missing), must rank
-#      them: reference > leaky > half, the reference at full marks, the
-#      leaky one losing space points. HC_LAB_TEST_GRADER=0 skips 4's grade
+#      them: reference > leaky > half, the reference passing every test,
+#      the leaky one losing space points. HC_LAB_TEST_GRADER=0 skips 4's grade
 #      runs and 5 (they add about a minute per stage and three for 5).
 #
 # First tools/make_lab_test.py checks the marker parsing on its own.
@@ -158,7 +158,7 @@ check_handout_text() {
     done
     for path in $(grep -o '`[A-Za-z0-9_./-]*/[A-Za-z0-9_.-]*`' "$handout" | tr -d '`' | sort -u); do
         case "$path" in
-        bazel-bin/* | docs/labs/instructors.md | //*) continue ;;  # built, or said to be elsewhere
+        bazel-bin/* | docs/labs/instructors.md | //* | lab[0-9]*) continue ;;  # built, generated, or said to be elsewhere
         esac
         if [ ! -e "$workspace/$path" ]; then
             echo "FAIL: LAB.md of $stage points to $path, which the workspace lacks" >&2
@@ -248,7 +248,7 @@ if [ "$grader" != 0 ] && printf '%s\n' "${stages[@]}" | grep -qx stage2_centralc
     for handin in reference leaky half; do
         dir=$handins/$handin
         [ $handin = reference ] && dir=$repo
-        if ! "$repo/tools/grade.py" stage2_centralcache --handin "$dir" --quick --reps 1 \
+        if ! "$repo/tools/grade.py" stage2_centralcache --handin "$dir" --quick --reps 3 \
                 --scratch "$scratch/grading" --json "$scratch/$handin.json" >"$scratch/$handin.sheet" 2>&1; then
             tail -30 "$scratch/$handin.sheet"
             echo "FAIL: tools/grade.py on the $handin hand-in" >&2
@@ -261,7 +261,11 @@ d = sys.argv[1]
 s = {h: json.load(open(f"{d}/{h}.json")) for h in ("reference", "leaky", "half")}
 for h, sheet in s.items():
     print(f"  {h:9} {sheet['total']:6.2f} / {sheet['out_of']}  space index {sheet['performance']['space_index']}")
-ok = (s["reference"]["total"] >= 0.95 * s["reference"]["out_of"]
+# Throughput is measured on a shared machine: the reference against itself
+# may lose a few points there, never a test.
+tests_full = all(got == out_of for c, (got, out_of) in s["reference"]["categories"].items()
+                 if c != "performance")
+ok = (tests_full and s["reference"]["total"] >= 0.9 * s["reference"]["out_of"]
       and s["leaky"]["performance"]["space_index"] < 0.8 * s["reference"]["performance"]["space_index"]
       and s["reference"]["total"] > s["leaky"]["total"] > s["half"]["total"])
 sys.exit(0 if ok else 1)
