@@ -13,6 +13,8 @@ Writes a table per workload to stdout, a progress line per step to stderr,
 and results.csv, chart.svg (also churn.csv, results.md, machine.txt) into
 bench-results/ at the workspace root, or --out. `--callgrind` counts
 instructions instead (exact, repeatable) and writes callgrind.csv.
+`--heapmap WORKLOAD` runs one workload once under stage 4's traced drop-in
+and writes its heap maps and tier-traffic picture (docs/stage3.md).
 """
 
 import argparse
@@ -578,6 +580,39 @@ def bench_callgrind(args, allocators, out_dir):
     return 0
 
 
+# ---- --heapmap: pictures of one run ------------------------------------------------------------
+
+
+def bench_heapmap(args, out_dir):
+    """Runs args.heapmap once with the plain driver under the traced drop-in;
+    writes heapmap-W-peak.svg, heapmap-W-end.svg, trace-W.txt, traffic-W.svg."""
+    import trace_svg  # bench/trace_svg.py, beside this file
+    root = runfiles_root()
+    driver = os.path.join(root, "bench", "driver_malloc")
+    preload = os.path.join(root, "bench", "preload_trace")
+    w = args.heapmap
+    threads = args.threads[0] if len(args.threads) == 1 else 2
+    trace_file = os.path.join(out_dir, "trace-%s.txt" % w)
+    env = dict(os.environ, LD_PRELOAD=preload, HCMALLOC_TRACE=trace_file,
+               BENCH_HEAPMAP=os.path.join(out_dir, "heapmap-" + w))
+    max_seconds = MAX_SECONDS_AT_SCALE_1 * max(args.scale, MIN_TIME_LIMIT_SCALE)
+    argv = [driver, "run", w, str(threads), repr(args.scale), repr(max_seconds)]
+    status, out, err = run_child(argv, env, timeout_s=120 + 10 * max_seconds)
+    if status != 0:
+        sys.stderr.write("bench: --heapmap %s failed: %s\n" % (w, err.strip() or "exit status %d" % status))
+        return 1
+    with open(trace_file) as f:
+        picture = trace_svg.draw(trace_svg.parse(f.read()),
+                                 "hcmalloc tier traffic: %s, %d thread%s (stage 4, traced drop-in)"
+                                 % (w, threads, "" if threads == 1 else "s"))
+    with open(os.path.join(out_dir, "traffic-%s.svg" % w), "w") as f:
+        f.write(picture)
+    print("heapmap %s, %d threads, scale %g: %s" % (w, threads, args.scale, out.strip()))
+    for name in ("heapmap-%s-peak.svg" % w, "heapmap-%s-end.svg" % w, "trace-%s.txt" % w, "traffic-%s.svg" % w):
+        print("  wrote %s" % os.path.join(out_dir, name))
+    return 0
+
+
 # ---- Options -------------------------------------------------------------------------------------------
 
 
@@ -613,6 +648,9 @@ def parse_args(argv, allocators):
                         "--tool=callgrind, for every allocator; writes callgrind.csv")
     p.add_argument("--callgrind-iters", metavar="N", type=int, default=DEFAULT_CALLGRIND_ITERS,
                    help="pairs in the measured callgrind loop (default: %s)" % fmt_int(DEFAULT_CALLGRIND_ITERS))
+    p.add_argument("--heapmap", metavar="WORKLOAD", default=None,
+                   help="instead: run WORKLOAD once under stage 4's traced drop-in and write its heap "
+                        "maps (at the peak and the end) and tier-traffic picture")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output folder (default: bench-results/ at the workspace root)")
     args = p.parse_args(argv)
@@ -644,6 +682,8 @@ def parse_args(argv, allocators):
         raise UsageError("--scale: must be a positive number")
     if args.callgrind_iters < 1:
         raise UsageError("--callgrind-iters: must be at least 1")
+    if args.heapmap is not None and args.heapmap not in WORKLOADS:
+        raise UsageError("--heapmap: unknown workload '%s' (known: %s)" % (args.heapmap, ", ".join(WORKLOADS)))
     return args
 
 
@@ -682,6 +722,8 @@ def main(argv):
     sys.stderr.write("bench: allocators: %s\n" % " ".join(a.name for a in allocators))
     if args.callgrind:
         return bench_callgrind(args, allocators, out_dir)
+    if args.heapmap:
+        return bench_heapmap(args, out_dir)
     sys.stderr.write("bench: workloads %s, threads %s, %d rep%s, scale %g\n" % (
         ",".join(args.workloads), ",".join(map(str, args.threads)), args.reps,
         "" if args.reps == 1 else "s", args.scale))

@@ -15,6 +15,10 @@
  *   bench_driver name
  *       prints the allocator this build calls: a stage's name, or the file
  *       of the library that malloc resolves to (so a preload is checked)
+ * With BENCH_HEAPMAP=PREFIX (bench.py --heapmap) and a preloaded hcmalloc
+ * that has hc_dump_heap_svg, a run also writes PREFIX-peak.svg (the heap
+ * when the program's bytes in use were highest, sampled every 2 ms) and
+ * PREFIX-end.svg (after the workload).
  *
  * Times are wall-clock (CLOCK_MONOTONIC) from the moment every worker is
  * released until the last one has finished: CPU time (clock()) adds the
@@ -442,6 +446,63 @@ static long end_mapped_kib(const char **source) {
 #endif
 }
 
+/* ---- Heap maps (BENCH_HEAPMAP) ------------------------------------------------------
+ * Found with dlsym, like hc_get_stats above: only the plain driver under a
+ * preloaded stage 4 has them. */
+
+static int (*heapmap_dump)(int fd);
+static void (*heapmap_stats)(hc_stats *);
+static const char *heapmap_prefix;
+static atomic_int heapmap_done;
+static pthread_t heapmap_thread;
+
+static void heapmap_write(const char *suffix) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s-%s.svg", heapmap_prefix, suffix);
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return;
+    heapmap_dump(fileno(f)); /* hc_dump_heap_svg writes to the fd itself */
+    fclose(f);
+}
+
+static void *heapmap_sampler(void *arg) {
+    (void)arg;
+    size_t peak = 0;
+    while (!atomic_load(&heapmap_done)) {
+        hc_stats s;
+        heapmap_stats(&s);
+        if (s.bytes_in_use > peak + peak / 20) { /* 5% above the last picture's */
+            peak = s.bytes_in_use;
+            heapmap_write("peak");
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+    }
+    return NULL;
+}
+
+static void heapmap_start(void) {
+#ifndef BENCH_HCMALLOC
+    heapmap_prefix = getenv("BENCH_HEAPMAP");
+    void *dump = dlsym(RTLD_DEFAULT, "hc_dump_heap_svg"), *stats = dlsym(RTLD_DEFAULT, "hc_get_stats");
+    if (heapmap_prefix == NULL || dump == NULL || stats == NULL) {
+        heapmap_prefix = NULL;
+        return;
+    }
+    memcpy(&heapmap_dump, &dump, sizeof dump);
+    memcpy(&heapmap_stats, &stats, sizeof stats);
+    pthread_create(&heapmap_thread, NULL, heapmap_sampler, NULL);
+#endif
+}
+
+static void heapmap_finish(void) {
+    if (heapmap_prefix == NULL)
+        return;
+    atomic_store(&heapmap_done, 1);
+    pthread_join(heapmap_thread, NULL);
+    heapmap_write("end");
+}
+
 /* ---- The workloads ----------------------------------------------------------------
  * Work at --scale 1, split evenly across the threads, sized so that glibc
  * takes 0.2..1 s on the project's 2-core machine whatever the thread count. */
@@ -481,6 +542,7 @@ static int run(const char *name, int threads, double scale, double max_seconds) 
     uint64_t max_ns = (uint64_t)(max_seconds * 1e9);
     long pairs = 0;
     uint64_t wall;
+    heapmap_start();
 
     if (wl->shape == THREAD_CHURN) {
         pairs = run_churn(threads, per_thread, max_ns, &wall);
@@ -510,6 +572,7 @@ static int run(const char *name, int threads, double scale, double max_seconds) 
             bench_free(rings, sizeof(spsc_ring) * (size_t)threads);
     }
 
+    heapmap_finish();
     const char *source;
     long mapped = end_mapped_kib(&source);
     printf("pairs=%ld wall_ns=%llu cut=%d peak_rss_kib=%ld end_mapped_kib=%ld mapped_source=%s\n",

@@ -38,10 +38,17 @@ HC_INLINE void fl_set_next(void *obj, void *next) {
 
 HC_INLINE int fl_empty(const hc_free_list *list) { return list->head == NULL; }
 
+/* Only the owner writes a length, but stats read other threads' lengths
+ * (relaxed atomic loads): the store is a relaxed atomic too, so that read is
+ * no data race in C11. On x86 it is the same one `mov`. */
+HC_INLINE void fl_set_length(hc_free_list *list, uint32_t length) {
+    __atomic_store_n(&list->length, length, __ATOMIC_RELAXED);
+}
+
 HC_INLINE void fl_push(hc_free_list *list, void *obj) {
     fl_set_next(obj, list->head);
     list->head = obj;
-    list->length++;
+    fl_set_length(list, list->length + 1);
 }
 
 /* Returns NULL when the list is empty. */
@@ -49,7 +56,7 @@ HC_INLINE void *fl_pop(hc_free_list *list) {
     void *obj = list->head;
     if (HC_LIKELY(obj != NULL)) {
         list->head = fl_next(obj);
-        list->length--;
+        fl_set_length(list, list->length - 1);
     }
     return obj;
 }
@@ -58,7 +65,7 @@ HC_INLINE void *fl_pop(hc_free_list *list) {
 HC_INLINE void fl_push_range(hc_free_list *list, void *first, void *last, uint32_t n) {
     fl_set_next(last, list->head);
     list->head = first;
-    list->length += n;
+    fl_set_length(list, list->length + n);
 }
 
 /* Detaches up to `n` objects as a NULL-terminated chain; returns how many,
@@ -73,7 +80,7 @@ HC_INLINE uint32_t fl_pop_range(hc_free_list *list, uint32_t n, void **first, vo
     }
     if (tail != NULL) fl_set_next(tail, NULL);
     list->head = obj;
-    list->length -= taken;
+    fl_set_length(list, list->length - taken);
     *first = taken ? head : NULL;
     *last = tail;
     return taken;

@@ -83,16 +83,23 @@ void *os_map_aligned(size_t bytes, size_t alignment) {
     return start;
 }
 
+/* Both run under free(), which must not change errno (POSIX.1-2024): a
+ * failure is reported by the result alone, and errno is put back. */
 void os_unmap(void *addr, size_t bytes) {
+    int saved_errno = errno;
     /* Whatever a checker was told about these pages ends with them: a later
      * mapping at the same address must not inherit ASan's poison. */
     track_internal_begin(addr, bytes);
     if (munmap(addr, bytes) == 0)
         atomic_fetch_sub(&os_mapped, bytes);
+    errno = saved_errno;
 }
 
 int os_release(void *addr, size_t bytes) {
-    return madvise(addr, bytes, MADV_DONTNEED);
+    int saved_errno = errno;
+    int result = madvise(addr, bytes, MADV_DONTNEED);
+    errno = saved_errno;
+    return result;
 }
 
 size_t os_mapped_bytes(void) { return atomic_load(&os_mapped); }

@@ -16,12 +16,13 @@ void *os_map(size_t bytes);
  * least the OS page): maps extra and trims both ends. */
 void *os_map_aligned(size_t bytes, size_t alignment);
 
-/* Unmaps what os_map returned (or any page-aligned part of it). */
+/* Unmaps what os_map returned (or any page-aligned part of it). Neither this
+ * nor os_release changes errno: free calls them. */
 void os_unmap(void *addr, size_t bytes);
 
 /* Gives the physical pages back (MADV_DONTNEED) but keeps the address range:
  * the next touch faults in a zeroed page. Returns 0, or -1 if the kernel
- * refused (the memory is then simply still resident). */
+ * refused (the memory is then simply still resident); errno is unchanged. */
 int os_release(void *addr, size_t bytes);
 
 /* Bytes mapped through this file and not yet unmapped. */

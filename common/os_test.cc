@@ -37,6 +37,21 @@ TEST(Os, ImpossibleSizeIsENOMEM) {
     EXPECT_EQ(errno, ENOMEM);
 }
 
+// free() calls these two: a refusal by the kernel is in the result (or the
+// count), never in errno.
+TEST(Os, UnmapAndReleaseKeepErrnoWhenTheKernelRefuses) {
+    char *p = static_cast<char *>(os_map(8192));
+    ASSERT_NE(p, nullptr);
+    size_t mapped = os_mapped_bytes();
+    errno = 4242;
+    EXPECT_EQ(os_release(p + 1, 4096), -1) << "madvise of an unaligned address";
+    EXPECT_EQ(errno, 4242);
+    os_unmap(p + 1, 4096);  // munmap refuses an unaligned address: EINVAL
+    EXPECT_EQ(errno, 4242);
+    EXPECT_EQ(os_mapped_bytes(), mapped) << "a refused unmap is not counted";
+    os_unmap(p, 8192);
+}
+
 TEST(Os, FailNextMapsFailsExactlyThatMany) {
     unsigned long injected = os_injected_failures();
     os_fail_next_maps(2);

@@ -85,11 +85,13 @@ static HC_NOINLINE void free_slow(void *ptr, size_t size) {
         return;
     }
     unsigned cls = sc_index(size);
+    int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
     if (tc == NULL)
         tc_free_without_cache(ptr, cls);
     else if (!tc_try_free(tc, cls, ptr))
         tc_overflow(tc, cls, ptr);
+    errno = saved_errno;
 }
 
 /* ---- Fast paths ----------------------------------------------------------------

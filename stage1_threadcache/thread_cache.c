@@ -73,7 +73,7 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
 
     char *first = tc->chunk_cursor;
     tc->chunk_cursor += n * size;
-    tc->carved_bytes += n * size;
+    __atomic_store_n(&tc->carved_bytes, tc->carved_bytes + n * size, __ATOMIC_RELAXED); /* read by stats */
     /* Hand out the first object; link the other n-1 onto the list. */
     if (n > 1) {
         char *obj = first + size;

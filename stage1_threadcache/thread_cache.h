@@ -19,6 +19,7 @@
 #include "common/free_list.h"
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
+#include "common/trace.h"
 
 typedef struct tc_cache {
     hc_free_list lists[HC_NUM_CLASSES]; /* lists[cls]: free objects of class cls */
@@ -45,6 +46,7 @@ extern tc_cache tc_sentinel;
  * instruction listing). */
 
 HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
+    HC_TRACE_HIT(HC_TRACE_TC_ALLOC_HIT, cls, !fl_empty(&tc->lists[cls])); /* common/trace.h */
     /* LAB BEGIN: fast_path_pop */
     return fl_pop(&tc->lists[cls]);
     /* LAB END: fast_path_pop */
@@ -52,6 +54,7 @@ HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
 
 /* Returns 0 (and does nothing) when the list is at its limit. */
 HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
+    HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, cls, tc->lists[cls].length < tc->lists[cls].max_length);
     /* LAB BEGIN: fast_path_push */
     hc_free_list *list = &tc->lists[cls];
     if (HC_UNLIKELY(list->length >= list->max_length))

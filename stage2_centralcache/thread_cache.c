@@ -10,7 +10,8 @@
  *     then +1 batch per refill up to the class's cap;
  *   - a free that finds its list at the limit gives a batch back, so memory
  *     flows from threads that free to threads that allocate;
- *   - hc_thread_flush() gives everything back.
+ *   - hc_thread_flush() gives everything back (a thread with no cache has
+ *     nothing, and must not write into the shared sentinel).
  * May touch: this thread's tc_cache; the central cache through cc_*. */
 #include "stage1_threadcache/thread_cache.h"
 
@@ -18,6 +19,7 @@
 
 #include "common/lock.h"
 #include "common/pool.h"
+#include "common/trace.h"
 #include "stage2_centralcache/central_cache.h"
 
 /* A list never holds more than this many bytes of objects (nor fewer than
@@ -74,6 +76,7 @@ static void tc_grow_limit(hc_free_list *list, unsigned cls) {
 }
 
 void *tc_refill(tc_cache *tc, unsigned cls) {
+    HC_TRACE(HC_TRACE_TC_REFILL, cls);
     /* LAB BEGIN: refill_from_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
@@ -97,6 +100,7 @@ static void tc_release(tc_cache *tc, unsigned cls, uint32_t n) {
 }
 
 void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
+    HC_TRACE(HC_TRACE_TC_OVERFLOW, cls);
     /* LAB BEGIN: overflow_to_central */
     hc_free_list *list = &tc->lists[cls];
     fl_push(list, obj);
@@ -115,6 +119,8 @@ void tc_free_without_cache(void *obj, unsigned cls) {
 
 void tc_flush_current(void) {
     tc_cache *tc = tc_current;
+    if (tc == &tc_sentinel)
+        return; /* no cache: nothing to give back, and the sentinel is shared */
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
         tc_release(tc, cls, tc->lists[cls].length);
 }

@@ -24,6 +24,7 @@
 #include "common/fatal.h"
 #include "common/free_list.h"
 #include "common/size_class.h"
+#include "common/trace.h"
 #include "common/track.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
@@ -118,6 +119,7 @@ static uint32_t cc_take(cc_bucket *bucket, uint32_t want, void **first, void **l
 }
 
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
+    HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
     uint32_t got = cc_take(bucket, want, first, last);
@@ -153,6 +155,7 @@ static hc_span *cc_span_of_object(unsigned cls, void *obj) {
 }
 
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
+    HC_TRACE(HC_TRACE_CC_RETURN, cls);
     (void)last; /* the chain is walked object by object: each finds its own span */
     /* LAB BEGIN: span_refcount_drop */
     cc_bucket *bucket = cc_bucket_of(cls);

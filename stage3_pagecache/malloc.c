@@ -14,9 +14,10 @@
  *     object handed out, and so catches a double free and a wrong size given
  *     to hc_free_sized the moment they happen.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
- * the inline fast paths below.
+ * the inline fast paths below. Stage 4 compiles this file unchanged: what it
+ * adds here goes through the two hooks of layer_hooks.h.
  * May touch: the thread cache (tc_*), the page cache (pc_*) and page map
- * (lock-free lookups), common/. */
+ * (lock-free lookups), the layer hooks (layer_hooks.h), common/. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "common/pool.h"
 #include "common/track.h"
 #include "stage1_threadcache/thread_cache.h"
+#include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
 
@@ -143,6 +145,7 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     tc_cache *tc = tc_get_or_create();
     if (tc == NULL)
         return NULL; /* errno = ENOMEM */
+    hc_layer_on_malloc_slow(); /* stage 4: the fork handlers (layer_hooks.h) */
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
     if (obj == NULL)
         obj = tc_refill(tc, cls);
@@ -153,11 +156,13 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
 
 /* A small object, already checked and noted, to the thread cache's slow side. */
 static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
+    int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
     if (tc == NULL)
         tc_free_without_cache(ptr, cls);
     else if (!tc_try_free(tc, cls, ptr))
         tc_overflow(tc, cls, ptr);
+    errno = saved_errno;
 }
 
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
@@ -346,9 +351,7 @@ HC_EXPORT void *hc_aligned_alloc(size_t alignment, size_t size) {
 
 HC_EXPORT void hc_thread_flush(void) { tc_flush_current(); }
 
-HC_EXPORT void hc_release_free_memory(void) {
-    /* Stage 4 adds returning memory to the OS; nothing to do before it. */
-}
+HC_EXPORT void hc_release_free_memory(void) { hc_layer_release_free_memory(); }
 
 HC_EXPORT void hc_get_stats(hc_stats *out) {
     memset(out, 0, sizeof *out);

@@ -13,16 +13,13 @@ extern "C" {
 #include "common/os.h"
 #include "stage3_pagecache/page_cache.h"
 }
+#include "tests/stats_util.h"
 
 namespace {
 
 constexpr const char *kInvalidFree = "hcmalloc: free\\(\\): invalid pointer 0x";
 
-hc_stats Stats() {
-    hc_stats s;
-    hc_get_stats(&s);
-    return s;
-}
+using hc_test::Stats;
 
 int global_variable;
 

@@ -111,4 +111,24 @@ const char *pc_check(void);
  * to bytes_in_use (small spans are the central cache's to count). */
 void pc_collect_stats(hc_stats *out);
 
+/* ---- Walking the heap (for stage3_pagecache/heap_map.c) --------------------- */
+
+/* One span as pc_visit_spans shows it: a copy taken under the page cache lock. */
+typedef struct pc_span_view {
+    uintptr_t start_page;
+    size_t page_count;
+    size_t backed_pages; /* SPAN_FREE: at most this many resident (stage 3: all of them) */
+    unsigned state;      /* span_state */
+    unsigned size_class; /* SPAN_SMALL: its class; else 0 */
+    unsigned direct;     /* mapped straight from the OS */
+} pc_span_view;
+
+typedef void (*pc_span_visitor)(void *arg, const pc_span_view *span);
+
+/* Calls visit(arg, span) for every span of the heap (regions and direct
+ * maps), in address order, holding the page cache lock throughout: the
+ * visitor sees one consistent moment, and must not call the allocator. It
+ * walks the page map, whose first page of every span maps to that span. */
+void pc_visit_spans(pc_span_visitor visit, void *arg);
+
 #endif /* HC_PAGE_CACHE_H_ */

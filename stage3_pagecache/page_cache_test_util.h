@@ -8,18 +8,12 @@
 extern "C" {
 #include "stage3_pagecache/page_cache.h"
 }
+#include "tests/page_cache_check.h"  // EXPECT_PAGE_CACHE_CONSISTENT
 
 inline pc_census Census() {
     pc_census c;
     pc_get_census(&c);
     return c;
 }
-
-// pc_check() walks every free span; the message says which invariant broke.
-#define EXPECT_PAGE_CACHE_CONSISTENT()        \
-    do {                                      \
-        const char *broken = pc_check();      \
-        EXPECT_EQ(broken, nullptr) << broken; \
-    } while (0)
 
 #endif  // HC_STAGE3_PAGE_CACHE_TEST_UTIL_H_

@@ -14,17 +14,14 @@
 extern "C" {
 #include "common/hcmalloc.h"
 }
+#include "tests/stats_util.h"
 
 namespace {
 
 constexpr size_t kTotalBytes = (size_t)1 << 30;
 constexpr size_t kWaveBytes = kTotalBytes / 4;
 
-hc_stats Stats() {
-    hc_stats s;
-    hc_get_stats(&s);
-    return s;
-}
+using hc_test::Stats;
 
 struct Block {
     void *ptr;

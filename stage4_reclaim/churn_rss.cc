@@ -11,23 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "stage4_reclaim/reclaim_test_util.h"
+#include "tests/stats_util.h"
 
-namespace {
-
-// The same thread body as thread_exit_test.cc: 200 objects of 8..2007
-// bytes, all freed (so they sit in the thread's cache), then exit.
-void ShortLivedThread(unsigned seed) {
-    std::vector<std::pair<void *, size_t>> got;
-    got.reserve(200);
-    for (int i = 0; i < 200; i++) {
-        size_t size = 8 + (seed * 7919u + i * 104729u) % 2000;
-        got.emplace_back(hc_malloc(size), size);
-    }
-    for (auto &[p, size] : got) hc_free_sized(p, size);
-}
-
-}  // namespace
+using hc_test::ResidentBytes;
+using hc_test::ShortLivedThread;
 
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 1000;

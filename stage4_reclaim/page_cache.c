@@ -46,6 +46,7 @@
 #include "common/lock.h"
 #include "common/os.h"
 #include "common/pool.h"
+#include "common/trace.h"
 #include "common/track.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/page_release.h"
@@ -129,6 +130,7 @@ static void free_span_remove(hc_span *s) {
 /* Gives the pages of `s` (not on any list) back to the OS. If the kernel
  * refuses, they simply stay backed. */
 static void span_release_pages(hc_span *s) {
+    HC_TRACE(HC_TRACE_PC_RELEASE, 0);
     release_calls++;
     if (os_release(span_start(s), span_bytes(s)) == 0)
         s->backed_pages = 0;
@@ -167,6 +169,7 @@ static void free_span_merge_insert(hc_span *s) {
         s->backed_pages += right->backed_pages;
         span_dead(right);
     }
+    HC_TRACE_N(HC_TRACE_PC_MERGE, 0, (left != NULL) + (right != NULL));
     free_span_insert(s);
 }
 
@@ -207,6 +210,7 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
     if (tail) tail->backed_pages = after < s->backed_pages ? after : s->backed_pages;
     if (head) free_span_insert(head);
     if (tail) free_span_insert(tail);
+    if (head || tail) HC_TRACE(HC_TRACE_PC_SPLIT, 0);
     s->start_page = at;
     s->page_count = pages;
     return s;
@@ -238,6 +242,7 @@ static int heap_grow(size_t pages) {
         errno = ENOMEM;
         return -1;
     }
+    HC_TRACE(HC_TRACE_PC_GROW, 0);
     totals.heap_pages += grow;
     totals.regions++;
     free_span_merge_insert(s); /* the kernel may have put it next to another region */
@@ -308,6 +313,7 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
 }
 
 hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
+    HC_TRACE(HC_TRACE_SPAN_CARVE, size_class);
     if (pages == 0 || pages > PC_MAX_PAGES) {
         errno = ENOMEM;
         return NULL;
@@ -355,6 +361,7 @@ static hc_span *free_span_find_aligned(size_t pages, size_t align, uintptr_t *at
 hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     if (align_pages <= 1)
         return pc_alloc_span(pages, 0);
+    HC_TRACE(HC_TRACE_SPAN_CARVE, 0);
     if (pages == 0 || pages > PC_MAX_PAGES || align_pages > PC_MAX_PAGES) {
         errno = ENOMEM;
         return NULL;
@@ -472,6 +479,7 @@ void pc_fork_unlock(void) {
 /* ---- Taking spans back --------------------------------------------------------- */
 
 void pc_free_span(hc_span *s) {
+    HC_TRACE(HC_TRACE_SPAN_RETURN, s->size_class);
     hc_lock_acquire(&pc_lock);
     if (s->state == SPAN_SMALL) {
         totals.small_pages -= s->page_count;
@@ -563,5 +571,44 @@ void pc_collect_stats(hc_stats *out) {
     out->page_cache_free_bytes += (totals.free_pages - totals.released_pages) << HC_PAGE_SHIFT;
     out->released_bytes += totals.released_pages << HC_PAGE_SHIFT;
     out->bytes_in_use += (totals.large_pages + totals.direct_pages) << HC_PAGE_SHIFT;
+    hc_lock_release(&pc_lock);
+}
+
+/* ---- Walking the heap --------------------------------------------------------------- */
+
+/* Visits the spans in address order by walking the page map's nodes: an
+ * absent mid node or leaf skips its whole range; from a span's first page
+ * the walk jumps to its end, so entries inside a free span (maybe stale)
+ * are never read. An entry counts only if its record starts at that page. */
+void pc_visit_spans(pc_span_visitor visit, void *arg) {
+    const uintptr_t mid_span = (uintptr_t)1 << (PM_MID_BITS + PM_LEAF_BITS); /* pages per mid node */
+    hc_lock_acquire(&pc_lock);
+    for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
+        pm_mid *mid = pm_root[page >> (PM_MID_BITS + PM_LEAF_BITS)];
+        if (mid == NULL) {
+            page = (page | (mid_span - 1)) + 1;
+            continue;
+        }
+        pm_leaf *leaf = mid->leaves[(page >> PM_LEAF_BITS) & (PM_MID_ENTRIES - 1)];
+        if (leaf == NULL) {
+            page = (page | (PM_LEAF_ENTRIES - 1)) + 1;
+            continue;
+        }
+        hc_span *s = leaf->spans[page & (PM_LEAF_ENTRIES - 1)];
+        if (s == NULL || s->state == SPAN_DEAD || s->start_page != page) {
+            page++;
+            continue;
+        }
+        pc_span_view view = {
+            .start_page = s->start_page,
+            .page_count = s->page_count,
+            .backed_pages = s->state == SPAN_FREE ? s->backed_pages : 0,
+            .state = s->state,
+            .size_class = s->size_class,
+            .direct = s->direct,
+        };
+        visit(arg, &view);
+        page = span_end_page(s);
+    }
     hc_lock_release(&pc_lock);
 }

@@ -12,9 +12,11 @@ extern "C" {
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/page_release.h"
 }
-#include "stage4_reclaim/reclaim_test_util.h"
+#include "tests/stats_util.h"
 
 namespace {
+
+using hc_test::Stats;
 
 // Allocates and frees `rounds` x 64 MiB of 256 KiB blocks (large spans, so
 // every free goes straight to the page cache), returning the released bytes

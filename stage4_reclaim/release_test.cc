@@ -15,15 +15,14 @@ extern "C" {
 #include "stage4_reclaim/page_release.h"
 #include "stage4_reclaim/stats.h"
 }
-#include "stage4_reclaim/reclaim_test_util.h"
+#include "tests/page_cache_check.h"
+#include "tests/stats_util.h"
 
 namespace {
 
-#define EXPECT_PAGE_CACHE_CONSISTENT()        \
-    do {                                      \
-        const char *broken = pc_check();      \
-        EXPECT_EQ(broken, nullptr) << broken; \
-    } while (0)
+using hc_test::MinorFaults;
+using hc_test::ResidentBytes;
+using hc_test::Stats;
 
 // Runs first (gtest keeps file order): a large heap, mostly freed.
 TEST(Release, ReleaseFreeMemoryBringsRssDownToWhatIsInUse) {

@@ -21,6 +21,7 @@
 
 #include "common/lock.h"
 #include "common/pool.h"
+#include "common/trace.h"
 #include "stage2_centralcache/central_cache.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/reclaim.h"
@@ -238,6 +239,7 @@ static void tc_thread_exit(void *arg) {
 /* ---- Refill, overflow, flush ----------------------------------------------------- */
 
 void *tc_refill(tc_cache *tc, unsigned cls) {
+    HC_TRACE(HC_TRACE_TC_REFILL, cls);
     void *first, *last;
     if (tc == &tc_sentinel) /* uncached: one object straight from the central cache */
         return cc_fetch(cls, 1, &first, &last) ? first : NULL;
@@ -259,6 +261,7 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
 }
 
 void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
+    HC_TRACE(HC_TRACE_TC_OVERFLOW, cls);
     if (tc == &tc_sentinel) {
         tc_free_without_cache(obj, cls);
         return;

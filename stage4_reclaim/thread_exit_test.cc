@@ -11,9 +11,12 @@ extern "C" {
 #include "stage1_threadcache/thread_cache.h"
 #include "stage4_reclaim/reclaim.h"
 }
-#include "stage4_reclaim/reclaim_test_util.h"
+#include "tests/stats_util.h"
 
 namespace {
+
+using hc_test::ShortLivedThread;
+using hc_test::Stats;
 
 size_t LiveCaches() {
     tc_budget_stats b;
@@ -21,16 +24,6 @@ size_t LiveCaches() {
     return b.live_caches;
 }
 
-// One short-lived thread: allocates a spread of sizes, frees them all (so
-// they sit in its cache), exits.
-void ShortLivedThread(unsigned seed) {
-    std::vector<std::pair<void *, size_t>> got;
-    for (int i = 0; i < 200; i++) {
-        size_t size = 8 + (seed * 7919u + i * 104729u) % 2000;
-        got.emplace_back(hc_malloc(size), size);
-    }
-    for (auto &[p, size] : got) hc_free_sized(p, size);
-}
 
 TEST(ThreadExit, ThousandShortLivedThreadsLeaveNothingCached) {
     hc_free_sized(hc_malloc(16), 16);  // the main thread's own cache exists

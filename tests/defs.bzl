@@ -10,6 +10,8 @@ own package:
                          poisoned (common/track.h)
   stress_test_valgrind   the stress test under valgrind memcheck, with every
                          block announced to it (common/track.h)
+  race_test_tsan         stats and flushes while other threads allocate,
+                         under TSan (tests/race_test.cc)
 and the reliability checks of tests/reliability.bzl, so
 `bazel test //stageN_x:all` runs every flavour with no flags.
 """
@@ -78,6 +80,23 @@ def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
             "HC_STRESS_THREADS": "4",
             "HC_STRESS_OPS": "15000",
         }, **valgrind_env),
+    )
+
+    native.cc_binary(
+        name = "race_test_bin",
+        testonly = True,
+        deps = [
+            "//tests:race",
+            stage,
+            "@googletest//:gtest_main",
+        ],
+    )
+
+    flavour_test(
+        name = "race_test_tsan",
+        size = "medium",
+        flavour = "tsan",
+        binary = ":race_test_bin",
     )
 
     hc_reliability_tests(stage = stage)

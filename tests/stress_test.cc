@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/stats_util.h"
 #include "tests/test_util.h"
 
 extern "C" {
@@ -204,14 +205,6 @@ struct Sample {
     size_t adjusted() const { return rss > in_use ? rss - in_use : 0; }
 };
 
-size_t ResidentBytes() {
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long size_pages = 0, resident_pages = 0;
-    int got = fscanf(f, "%lu %lu", &size_pages, &resident_pages);
-    fclose(f);
-    return got == 2 ? resident_pages * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
 
 class Sampler {
    public:
@@ -236,7 +229,7 @@ class Sampler {
                Clock::now() < deadline_) {
             hc_stats stats;
             hc_get_stats(&stats);
-            Sample s = {std::chrono::duration<double>(Clock::now() - start_).count(), ResidentBytes(),
+            Sample s = {std::chrono::duration<double>(Clock::now() - start_).count(), hc_test::ResidentBytes(),
                         stats.bytes_in_use, stats.os_mapped_bytes};
             samples_.push_back(s);
             printf("soak: %5.1fs rss %7.1f MiB  in use %7.1f MiB  rss - in use %7.1f MiB  mapped %7.1f MiB\n",

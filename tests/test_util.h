@@ -2,10 +2,12 @@
 #ifndef HC_TESTS_TEST_UTIL_H_
 #define HC_TESTS_TEST_UTIL_H_
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -60,6 +62,24 @@ inline size_t EnvSize(const char *name, size_t fallback) {
     char *end;
     unsigned long long n = strtoull(v, &end, 10);
     return *end == '\0' ? static_cast<size_t>(n) : fallback;
+}
+
+// What write_fn(fd) writes (hc_dump_heap_svg, hc_trace_write), read back
+// from a file `name` left in the test's undeclared outputs (to look at) when
+// Bazel gives it some. Empty if the file cannot be made or write_fn fails.
+inline std::string CaptureFd(int (*write_fn)(int fd), const std::string &name) {
+    const char *dir = getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+    if (dir == nullptr) dir = getenv("TEST_TMPDIR");
+    std::string path = std::string(dir ? dir : "/tmp") + "/" + name;
+    int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0644);
+    if (fd < 0) return "";
+    std::string text;
+    if (write_fn(fd) == 0 && lseek(fd, 0, SEEK_SET) == 0) {
+        char buf[8192];
+        for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, (size_t)n);
+    }
+    close(fd);
+    return text;
 }
 
 }  // namespace hc_test

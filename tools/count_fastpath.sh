@@ -11,6 +11,11 @@
 # FREE (and what they call). The difference divided by B - A is the
 # cost of one steady-state pair: the one-time cost of the first, slow pair
 # (creating the thread cache, the refill) cancels out.
+#
+# STAGE=stage4_reclaim_trace counts stage 4 with the tier-traffic trace on
+# (common/trace.h). Without it the trace's lines are empty statements: the
+# plain stages' counts are the same with and without them (docs/stage3.md,
+# "The traffic between the tiers, drawn").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,0 +1,29 @@
+/* stage4_reclaim/layer_hooks.c — layer 4's definitions of the hooks stage
+ * 3's malloc.c calls (stage3_pagecache/layer_hooks.h). Stage 4 compiles
+ * stage 3's malloc.c unchanged, by label; this file holds all that layer 4
+ * changes in the public API.
+ *
+ * What changed from stage 3 (diff this file against
+ * stage3_pagecache/layer_hooks.c):
+ *   - the malloc slow path registers the fork handlers (fork.c), so every
+ *     program linked with stage 4 is fork-safe;
+ *   - hc_release_free_memory flushes the calling thread's cache and gives
+ *     every free page of the page cache back to the OS (pc_release_all);
+ *   - hc_get_stats is unchanged: stage 4's page cache fills released_bytes.
+ * May touch: the thread cache (tc_flush_current), the page cache
+ * (pc_release_all), fork.c. */
+#include "stage1_threadcache/thread_cache.h"
+#include "stage3_pagecache/layer_hooks.h"
+#include "stage4_reclaim/page_release.h"
+#include "stage4_reclaim/reclaim.h"
+
+/* After tc_current is published: pthread_atfork may malloc. Returns at once
+ * after the first call. */
+void hc_layer_on_malloc_slow(void) { hc_fork_register(); }
+
+void hc_layer_release_free_memory(void) {
+    /* The caller's cached objects first: the spans they pin may then go
+     * back to the page cache, and out to the OS with the rest. */
+    tc_flush_current();
+    pc_release_all();
+}

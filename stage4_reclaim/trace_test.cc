@@ -1,0 +1,115 @@
+// stage4_reclaim/trace_test.cc — the tier-traffic trace (common/trace.h) of
+// stage 4 built with HC_TRACE_ENABLED=1: every malloc is a hit or a refill, every
+// free a hit or an overflow, the time buckets add up to the totals, and the
+// page cache's events show up where a known sequence must cause them.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+extern "C" {
+#include "common/hcmalloc.h"
+#include "common/size_class.h"
+#include "common/trace.h"
+}
+
+#include "tests/test_util.h"
+
+namespace {
+
+struct Trace {
+    std::vector<std::string> events;
+    std::map<std::pair<int, unsigned>, uint64_t> totals;       // (event, class) -> count
+    std::map<std::pair<int, unsigned>, uint64_t> bucket_sums;  // the same, added up over buckets
+    unsigned buckets = 0;
+
+    uint64_t Total(hc_trace_event e, unsigned cls) const {
+        auto it = totals.find({(int)e, cls});
+        return it == totals.end() ? 0 : it->second;
+    }
+};
+
+Trace Write() {
+    std::string text = hc_test::CaptureFd(hc_trace_write, "trace.txt");
+    Trace t;
+    std::istringstream lines(text);
+    std::string line;
+    std::getline(lines, line);
+    EXPECT_EQ(line, "hcmalloc-trace 1");
+    while (std::getline(lines, line)) {
+        std::istringstream f(line);
+        std::string kind;
+        f >> kind;
+        if (kind == "event") {
+            std::string name;
+            f >> name;
+            t.events.push_back(name);
+        } else if (kind == "buckets") {
+            f >> t.buckets;
+        } else if (kind == "total") {
+            int e;
+            unsigned cls;
+            uint64_t n;
+            f >> e >> cls >> n;
+            t.totals[{e, cls}] = n;
+        } else if (kind == "b") {
+            unsigned b;
+            int e;
+            unsigned cls;
+            uint64_t n;
+            f >> b >> e >> cls >> n;
+            EXPECT_LT(b, t.buckets);
+            t.bucket_sums[{e, cls}] += n;
+        }
+    }
+    return t;
+}
+
+TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
+    constexpr int kObjects = 10000;  // many refills and overflows, many flushes of the hit counters
+    const unsigned cls = sc_index(32);
+    std::vector<void *> blocks;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < kObjects; i++) blocks.push_back(hc_malloc(32));
+        for (void *p : blocks) hc_free(p);
+        blocks.clear();
+    }
+    void *large = hc_malloc(1 << 20);  // a span of class 0 from the page cache
+    ASSERT_NE(large, nullptr);
+    hc_free(large);
+    hc_thread_flush();
+    hc_release_free_memory();
+
+    Trace t = Write();
+    ASSERT_EQ(t.events.size(), (size_t)HC_TRACE_EVENTS);
+    EXPECT_EQ(t.events[HC_TRACE_TC_ALLOC_HIT], "tc_alloc_hit");
+    EXPECT_EQ(t.events[HC_TRACE_PC_RELEASE], "pc_release");
+
+    // Each malloc(32) either hit the thread cache or refilled it; each free
+    // either stayed in it or overflowed it.
+    EXPECT_EQ(t.Total(HC_TRACE_TC_ALLOC_HIT, cls) + t.Total(HC_TRACE_TC_REFILL, cls), 3u * kObjects);
+    EXPECT_EQ(t.Total(HC_TRACE_TC_FREE_HIT, cls) + t.Total(HC_TRACE_TC_OVERFLOW, cls), 3u * kObjects);
+    EXPECT_GT(t.Total(HC_TRACE_TC_ALLOC_HIT, cls), t.Total(HC_TRACE_TC_REFILL, cls));
+    EXPECT_GE(t.Total(HC_TRACE_TC_OVERFLOW, cls), 1u);
+    // The central cache saw those misses as batches, and carved spans for them.
+    EXPECT_GE(t.Total(HC_TRACE_CC_FETCH, cls), t.Total(HC_TRACE_TC_REFILL, cls));
+    EXPECT_GE(t.Total(HC_TRACE_CC_RETURN, cls), t.Total(HC_TRACE_TC_OVERFLOW, cls));
+    EXPECT_GE(t.Total(HC_TRACE_SPAN_CARVE, cls), 1u);
+    // The large block: a span of class 0 out and back, merged with its free
+    // neighbour; the heap grew at least once; the release reached the OS.
+    EXPECT_GE(t.Total(HC_TRACE_SPAN_CARVE, 0), 1u);
+    EXPECT_GE(t.Total(HC_TRACE_SPAN_RETURN, 0), 1u);
+    EXPECT_GE(t.Total(HC_TRACE_PC_SPLIT, 0), 1u);
+    EXPECT_GE(t.Total(HC_TRACE_PC_MERGE, 0), 1u);
+    EXPECT_GE(t.Total(HC_TRACE_PC_GROW, 0), 1u);
+    EXPECT_GE(t.Total(HC_TRACE_PC_RELEASE, 0), 1u);
+
+    // The time buckets hold every count, once.
+    EXPECT_GE(t.buckets, 1u);
+    EXPECT_EQ(t.bucket_sums, t.totals);
+}
+
+}  // namespace
