@@ -24,6 +24,8 @@ extern "C" {
 #include "common/size_class.h"
 }
 
+#include "tests/stats_util.h"
+
 namespace {
 
 // The stated slack: span tails, page-map leaves counted as mapped before
@@ -50,8 +52,7 @@ std::string Describe(const hc_stats &s) {
 class AccountingAtExit : public ::testing::Environment {
   public:
     void TearDown() override {
-        hc_stats s;
-        hc_get_stats(&s);
+        hc_stats s = hc_test::Stats();
         EXPECT_LE(Accounted(s), s.os_mapped_bytes) << "more accounted than mapped: " << Describe(s);
         EXPECT_LE(s.os_mapped_bytes, Accounted(s) + kSlackBytes)
             << "mapped memory no layer accounts for (lost objects or spans?): " << Describe(s);
@@ -67,14 +68,13 @@ TEST(Accounting, SmallObjectsCostAboutTheirClassSize) {
         std::thread([size] {
             const size_t n = ((size_t)4 << 20) / size;  // 4 MiB of objects
             const size_t bytes = n * sc_size(sc_index(size));
-            hc_stats before, after;
-            hc_get_stats(&before);
+            hc_stats before = hc_test::Stats();
             std::vector<void *> ptrs;
             for (size_t i = 0; i < n; i++) {
                 ptrs.push_back(hc_malloc(size));
                 ASSERT_NE(ptrs.back(), nullptr);
             }
-            hc_get_stats(&after);
+            hc_stats after = hc_test::Stats();
             // What the thread caches hold counts as neither in use nor lost.
             long long in_use = (long long)after.bytes_in_use - (long long)before.bytes_in_use;
             long long mapped = (long long)after.os_mapped_bytes - (long long)before.os_mapped_bytes;
