@@ -41,7 +41,7 @@ MUTANTS = [
      "        (void)obj;",
      "conformance_test", None, "a refill carves a batch and keeps only one object"),
     ("carved_not_counted", "stage1_threadcache", "thread_cache.c",
-     "    tc->carved_bytes += n * size;", "",
+     "    __atomic_store_n(&tc->carved_bytes, tc->carved_bytes + n * size, __ATOMIC_RELAXED);", "",
      "conformance_test", None, "a refill does not count what it carved (stats wrong)"),
     # ---- lab 2 (the three of issue 14 first) ------------------------------------------
     ("fetch_drops_span_rest", "stage2_centralcache", "central_cache.c",
