@@ -105,6 +105,15 @@ class MarkerTest(unittest.TestCase):
         with self.assertRaises(make_lab.LabError):  # not empty now
             make_lab.make_lab("stage1_x", os.path.join(root, "lab2"), root=root)
 
+    def test_each_handout_lists_the_hand_in_files_the_grader_copies(self):
+        import grade
+        for stage in make_lab.stages():
+            number = stage[len("stage"):].split("_")[0]
+            handout = os.path.join(make_lab.ROOT, "docs", "labs", f"stage{number}.md")
+            text = read(handout).split("Hand in these files", 1)[1].split("\n## ", 1)[0]
+            listed = [line[3:-1] for line in text.splitlines() if line.startswith("- `")]
+            self.assertEqual(listed, grade.handin_files(stage, make_lab.ROOT), handout)
+
     def test_the_handout_folders_are_ignored_by_bazel(self):
         for n in range(1, 5):
             self.assertTrue(make_lab.bazel_ignores(f"lab{n}"), f"lab{n} missing from .bazelignore")
