@@ -114,6 +114,16 @@ class MarkerTest(unittest.TestCase):
             listed = [line[3:-1] for line in text.splitlines() if line.startswith("- `")]
             self.assertEqual(listed, grade.handin_files(stage, make_lab.ROOT), handout)
 
+    def test_every_mutant_still_applies_to_the_reference(self):
+        # tools/mutants.py edits the reference's text: a change to the code
+        # that removes that text turns the mutant stale, not killed.
+        import mutants
+        for name, stage, rel, old, _, target, _, _ in mutants.MUTANTS:
+            with self.subTest(name):
+                text = read(os.path.join(make_lab.ROOT, stage, rel))
+                self.assertEqual(text.count(old), 1, f"mutant {name} is stale: update tools/mutants.py")
+                self.assertTrue(os.path.exists(os.path.join(make_lab.ROOT, stage, "BUILD")))
+
     def test_the_handout_folders_are_ignored_by_bazel(self):
         for n in range(1, 5):
             self.assertTrue(make_lab.bazel_ignores(f"lab{n}"), f"lab{n} missing from .bazelignore")
