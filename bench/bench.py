@@ -1,9 +1,14 @@
 """bench/bench.py — `bazel run //bench`: every stage against glibc and the peers.
 
-Runs each workload of bench_driver.c for every allocator it finds: glibc's
-malloc, each stage (its own build of the driver, listed in bench/stages.bzl),
-and tcmalloc, jemalloc and mimalloc when their Debian libraries are present
-(the plain driver with LD_PRELOAD, as the allocator articles compare them).
+Runs each workload of bench_driver.c for every allocator it finds. The
+headline rows run the same calls, malloc/free, for every allocator: glibc's
+malloc, hcmalloc's drop-in (stage4_dropin, stage 4's libhcmalloc.so) and
+tcmalloc, jemalloc and mimalloc when their Debian libraries are present (the
+plain driver with LD_PRELOAD, as the allocator articles compare them). Then
+each stage's own rows (its own build of the driver, listed in
+bench/stages.bzl), labelled "sized API, linked in": hc_malloc/hc_free_sized
+called directly, which is less work than free() and shows what each layer
+buys.
 Every measurement is a fresh child process. Within a repetition all
 allocators run one after another (interleaved), and the order rotates from one
 repetition to the next, so a burst of load on this shared machine falls on a
@@ -38,6 +43,9 @@ WORKLOADS = {
     "xthread": ("threads = producer/consumer pairs; producers malloc 64 B, consumers free", "002, 004"),
     "large": ("256 KiB..4 MiB, one byte written per 4 KiB page, then free", "001"),
     "churn": ("short-lived threads: each mallocs and frees 1,000 blocks of 16..256 B, exits", "004"),
+    "bigblocks": ("20 live blocks of 5..25 MiB replaced at random, a byte written per page", "001"),
+    "regrow": ("realloc from 64 B up to 16..48 MiB by ~2 KiB steps, then down; pair = realloc", "001"),
+    "longspans": ("2.5..3.5 MiB malloc/free with 10,000 free holes of 1..2 MiB around", "001"),
 }
 
 # The Debian packages of the peers, and the library each puts on the system.
@@ -82,11 +90,12 @@ def fail_usage(message):
 
 
 class Allocator:
-    def __init__(self, name, driver, preload=None, package=None):
+    def __init__(self, name, driver, preload=None, package=None, sized=False):
         self.name = name          # as it appears in tables and CSVs
         self.driver = driver      # bench_driver build to run
         self.preload = preload    # LD_PRELOAD library, if any
         self.package = package    # Debian package (peers), for the machine line
+        self.sized = sized        # a stage linked in, called as hc_malloc / hc_free_sized
 
     def env(self):
         env = dict(os.environ)
@@ -122,21 +131,38 @@ def find_allocators():
             if kind == "driver" and name == "malloc":
                 plain = path
             elif kind == "driver":
-                built.append(Allocator(name, path))
+                built.append(Allocator(name, path, sized=True))
             elif kind == "preload":  # a stage's drop-in malloc library (stage 4)
                 built.append(Allocator(name, None, preload=path))
+    # The headline first: every allocator through malloc/free, the same call
+    # path (glibc, the drop-in, the peers); then the stages' own rows.
     found = [Allocator("glibc", plain)]
     for a in built:
         if a.driver is None:
             a.driver = plain
-        found.append(a)
+            found.append(a)
     for name, package, lib in PEERS:
         for d in LIB_DIRS:
             path = os.path.join(d, lib)
             if os.path.exists(path):
                 found.append(Allocator(name, plain, preload=path, package=package))
                 break
+    found.extend(a for a in built if a.sized)
     return found
+
+
+# How the two groups of rows are labelled in tables, chart and markdown.
+GROUP_TITLES = (
+    "malloc/free, the same call path for every allocator (stage4_dropin is hcmalloc's drop-in)",
+    "the stages, sized API (hc_malloc / hc_free_sized), linked in: what each layer buys",
+)
+
+
+def groups(allocators):
+    """[(title, allocators)] for the headline and the stage rows, non-empty only."""
+    parts = [(GROUP_TITLES[0], [a for a in allocators if not a.sized]),
+             (GROUP_TITLES[1], [a for a in allocators if a.sized])]
+    return [(title, members) for title, members in parts if members]
 
 
 # ---- The machine line ---------------------------------------------------------------
@@ -198,11 +224,17 @@ class Measurement:
         self.cut = cut
 
 
+class Skipped(Exception):
+    """The allocator cannot run the workload (the driver says why)."""
+
+
 def measure(alloc, workload, threads, scale):
     max_seconds = MAX_SECONDS_AT_SCALE_1 * max(scale, MIN_TIME_LIMIT_SCALE)
     argv = [alloc.driver, "run", workload, str(threads), repr(scale), repr(max_seconds)]
     status, out, err = run_child(argv, alloc.env(), timeout_s=60 + 10 * max_seconds)
     fields = parse_fields(out)
+    if status == 0 and "skipped" in fields:
+        raise Skipped(fields["skipped"].replace("_", " "))
     if status != 0 or "wall_ns" not in fields:
         detail = err.strip().splitlines()[-1] if err.strip() else "exit status %d" % status
         raise RuntimeError("%s %s t=%d failed: %s" % (alloc.name, workload, threads, detail))
@@ -237,21 +269,23 @@ def print_table(workload, rows, allocators, threads):
         head += " %16s" % "mapped KiB, end"
     print(head)
     any_cut = False
-    for t in threads:
-        for a in allocators:
-            r = rows.get((t, a.name))
-            if r is None:
-                continue
-            if r.get("failed"):
-                print("%7d  %-20s %12s" % (t, a.name, "FAILED"))
-                continue
-            ratio = "%.2f" % r["ratio"] if r["ratio"] is not None else "-"
-            mark = "*" if r["cut"] else " "
-            any_cut = any_cut or r["cut"]
-            line = "%7d  %-20s %11s%s %9s %14s" % (t, a.name, fmt_ns(r["ns"]), mark, ratio, fmt_int(r["rss"]))
-            if churn:
-                line += " %12s (%s)" % (fmt_int(r["mapped"]), r["mapped_source"])
-            print(line)
+    for title, members in groups(allocators):
+        print("  -- %s" % title)
+        for t in threads:
+            for a in members:
+                r = rows.get((t, a.name))
+                if r is None:
+                    continue
+                if r.get("failed"):
+                    print("%7d  %-20s %12s" % (t, a.name, "skipped: " + r["skipped"] if r.get("skipped") else "FAILED"))
+                    continue
+                ratio = "%.2f" % r["ratio"] if r["ratio"] is not None else "-"
+                mark = "*" if r["cut"] else " "
+                any_cut = any_cut or r["cut"]
+                line = "%7d  %-20s %11s%s %9s %14s" % (t, a.name, fmt_ns(r["ns"]), mark, ratio, fmt_int(r["rss"]))
+                if churn:
+                    line += " %12s (%s)" % (fmt_int(r["mapped"]), r["mapped_source"])
+                print(line)
     if any_cut:
         print("  * stopped at the time limit before its work was done; ns/pair is over the pairs it did")
     if churn:
@@ -299,9 +333,16 @@ def write_chart(path, results, workloads, threads, allocators, machine):
     colour = colours(allocators)
     width, panel_h = 980, 300
     left, right, top, bottom = 70, 20, 50, 45
-    # The legend: one swatch per allocator, wrapped to the chart's width.
+    # The legend: one swatch per allocator, wrapped to the chart's width; the
+    # stages' rows (sized API, linked in) on a row of their own, labelled.
     legend, x, row = [], left, 0
+    sized_label = None
     for a in allocators:
+        if a.sized and sized_label is None:
+            if x > left:
+                x, row = left, row + 1
+            sized_label = (x, row)
+            x += 7 * len("sized API, linked in:") + 10
         step = 30 + 7 * len(a.name)
         if x + step > width - right and x > left:
             x, row = left, row + 1
@@ -318,6 +359,9 @@ def write_chart(path, results, workloads, threads, allocators, machine):
            'malloc+free pair as a ratio to glibc (log scale; below 1 is faster)</text>' % left]
     for n, text in enumerate(machine_lines):
         out.append('<text x="%d" y="%d" fill="#555">%s</text>' % (left, 40 + 16 * n, esc(text)))
+    if sized_label is not None:
+        out.append('<text x="%d" y="%d" fill="#555">sized API, linked in:</text>'
+                   % (sized_label[0], title_h + 14 + 20 * sized_label[1]))
     for a, x, row in legend:
         y = title_h + 4 + 20 * row
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (x, y, colour[a.name]))
@@ -400,11 +444,13 @@ def write_markdown(path, results, workloads, threads, allocators, machine):
         lines.append(head)
         lines.append("|---" * (head.count("|") - 1) + "|")
         for a in allocators:
+            if a is allocators[0] or a.sized != allocators[allocators.index(a) - 1].sized:
+                lines.append("| *%s* |%s" % (GROUP_TITLES[1 if a.sized else 0], " |" * (head.count("|") - 2)))
             cells = []
             for t in threads:
                 r = rows.get((t, a.name), {"failed": True})
                 if r.get("failed"):
-                    cells.append("failed")
+                    cells.append("skipped" if r.get("skipped") else "failed")
                     continue
                 ratio = "%.2fx" % r["ratio"] if r["ratio"] is not None else "-"
                 cells.append("%s%s, %s" % (fmt_ns(r["ns"]), "\\*" if r["cut"] else "", ratio))
@@ -438,7 +484,7 @@ def bench_workloads(args, allocators, out_dir, machine):
         rows = {}
         for t in threads:
             samples = {a.name: [] for a in allocators}
-            errors = {}
+            errors, skipped = {}, {}
             for rep in range(args.reps):
                 shift = rep % len(allocators)
                 for a in allocators[shift:] + allocators[:shift]:
@@ -447,6 +493,10 @@ def bench_workloads(args, allocators, out_dir, machine):
                         continue
                     try:
                         m = measure(a, wl, t, args.scale)
+                    except Skipped as e:
+                        errors[a.name] = str(e)
+                        skipped[a.name] = str(e)
+                        continue
                     except RuntimeError as e:
                         errors[a.name] = str(e)
                         sys.stderr.write("[%d/%d] %s\n" % (step, steps, e))
@@ -458,6 +508,9 @@ def bench_workloads(args, allocators, out_dir, machine):
                     sys.stderr.flush()
             for a in allocators:
                 ms = samples[a.name]
+                if a.name in skipped:
+                    rows[(t, a.name)] = {"failed": True, "skipped": skipped[a.name]}
+                    continue
                 if a.name in errors or not ms:
                     rows[(t, a.name)] = {"failed": True}
                     failed = True

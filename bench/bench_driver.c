@@ -49,10 +49,15 @@
 #ifdef BENCH_HCMALLOC
 #define bench_malloc(size) hc_malloc(size)
 #define bench_free(ptr, size) hc_free_sized((ptr), (size))
+#define bench_realloc(ptr, size) hc_realloc((ptr), (size))
+/* Stages 1-2 find no block from its address: their hc_realloc fails. */
+static int bench_has_realloc(void) { return (hc_features() & HC_FEATURE_UNSIZED_FREE) != 0; }
 static const char *allocator_name(void) { return hc_stage_name(); }
 #else
 #include <dlfcn.h>
 #define bench_malloc(size) malloc(size)
+#define bench_realloc(ptr, size) realloc((ptr), (size))
+static int bench_has_realloc(void) { return 1; }
 /* glibc 2.36 has no free_sized; the peers' free finds the size themselves. */
 #define bench_free(ptr, size) ((void)(size), free(ptr))
 /* The library malloc resolves to: libc, or the one LD_PRELOAD put first. */
@@ -352,6 +357,138 @@ static void *large_worker(void *arg) {
     return NULL;
 }
 
+/* ---- bigblocks: a live window of 20 blocks of 5..25 MiB, replaced at random -------
+ * Each new block is written (a byte per page), like a program that keeps
+ * big buffers. Frees and allocations balance: an allocator that gives the
+ * freed pages to the OS at once faults every page of the next block in. */
+
+#define BIG_WINDOW 20
+#define BIG_MIN    ((size_t)5 << 20)
+#define BIG_MAX    ((size_t)25 << 20)
+
+static char *written_block(size_t n, long tag) {
+    char *p = must_malloc(n);
+    for (size_t off = 0; off < n; off += LARGE_STEP)
+        p[off] = (char)tag;
+    return p;
+}
+
+static void *bigblocks_worker(void *arg) {
+    worker *w = arg;
+    uint64_t rng = seed_for(w->index);
+    char *live[BIG_WINDOW];
+    size_t size[BIG_WINDOW];
+    for (int i = 0; i < BIG_WINDOW; i++) {
+        size[i] = random_size(&rng, BIG_MIN, BIG_MAX);
+        live[i] = written_block(size[i], i);
+    }
+    pthread_barrier_wait(&start_line);
+    long i = 0;
+    for (; i < w->ops && !past_deadline(); i++) {
+        unsigned victim = (unsigned)(next_random(&rng) % BIG_WINDOW);
+        bench_free(live[victim], size[victim]);
+        size[victim] = random_size(&rng, BIG_MIN, BIG_MAX);
+        live[victim] = written_block(size[victim], i);
+    }
+    free_blocks(live, size, BIG_WINDOW);
+    w->done = i;
+    return NULL;
+}
+
+/* ---- regrow: a block grown by small reallocs to tens of MiB, then shrunk -------
+ * From 64 B to 16..48 MiB by 100..4,195 bytes a step (a string appended to),
+ * every new byte written, then back down to 64 B by steps of 1..64 KiB. One
+ * pair here is one realloc. An allocator that copies the block whenever its
+ * page count changes does a copy of the whole block per page. */
+
+#define REGROW_START   64
+#define REGROW_MIN_TOP ((size_t)16 << 20)
+#define REGROW_MAX_TOP ((size_t)48 << 20)
+
+static void *regrow_worker(void *arg) {
+    worker *w = arg;
+    uint64_t rng = seed_for(w->index);
+    pthread_barrier_wait(&start_line);
+    long i = 0;
+    while (i < w->ops && !past_deadline()) {
+        size_t top = random_size(&rng, REGROW_MIN_TOP, REGROW_MAX_TOP), n = REGROW_START;
+        char *p = must_malloc(n);
+        while (n < top && i < w->ops) {
+            size_t grown = n + random_size(&rng, 100, 4195);
+            p = bench_realloc(p, grown);
+            if (p == NULL) {
+                fprintf(stderr, "bench_driver: realloc(%zu) failed\n", grown);
+                exit(1);
+            }
+            memset(p + n, (int)i, grown - n);
+            n = grown;
+            i++;
+            if ((i & (DEADLINE_EVERY - 1)) == 0 && past_deadline())
+                break;
+        }
+        while (n > REGROW_START) {
+            size_t shrunk = n - random_size(&rng, 1024, 65536);
+            if (shrunk < REGROW_START || shrunk > n)
+                shrunk = REGROW_START;
+            p = bench_realloc(p, shrunk);
+            n = shrunk;
+            i++;
+        }
+        escape(p);
+        bench_free(p, n);
+    }
+    w->done = i;
+    return NULL;
+}
+
+/* ---- longspans: ~3 MiB malloc/free among 10,000 free holes of 1..2 MiB ---------
+ * Before the clock starts, 10,000 blocks of 1..2 MiB (split across the
+ * threads), each followed by a 300 KiB fence, are allocated and the blocks
+ * freed: a page cache is left with 10,000 long free spans, none long enough
+ * for the timed requests. A best-fit search that walks them costs 10,000
+ * steps a malloc. */
+
+#define SPANS_HOLES    10000
+#define SPANS_HOLE_MIN ((size_t)1 << 20)
+#define SPANS_HOLE_MAX ((size_t)2 << 20)
+#define SPANS_FENCE    ((size_t)300 << 10)
+#define SPANS_MIN      ((size_t)5 << 19) /* 2.5 MiB */
+#define SPANS_MAX      ((size_t)7 << 19) /* 3.5 MiB */
+
+static int bench_threads; /* for workloads that split a fixed setup */
+
+static void *longspans_worker(void *arg) {
+    worker *w = arg;
+    uint64_t rng = seed_for(w->index);
+    int holes = SPANS_HOLES / bench_threads;
+    char **fences = must_malloc((size_t)holes * sizeof(char *));
+    for (int i = 0; i < holes; i++) {
+        size_t n = random_size(&rng, SPANS_HOLE_MIN, SPANS_HOLE_MAX);
+        char *hole = must_malloc(n);
+        hole[0] = 1;
+        fences[i] = must_malloc(SPANS_FENCE);
+        fences[i][0] = 1;
+        bench_free(hole, n);
+    }
+    pthread_barrier_wait(&start_line);
+    long i = 0;
+    while (i < w->ops && !past_deadline()) {
+        long end = i + DEADLINE_EVERY < w->ops ? i + DEADLINE_EVERY : w->ops;
+        for (; i < end; i++) {
+            size_t n = random_size(&rng, SPANS_MIN, SPANS_MAX);
+            char *p = must_malloc(n);
+            p[0] = (char)i;
+            escape(p);
+            bench_free(p, n);
+        }
+    }
+    for (int k = 0; k < holes; k++)
+        bench_free(fences[k], SPANS_FENCE);
+    bench_free(fences, (size_t)holes * sizeof(char *));
+    w->done = i;
+    return NULL;
+}
+
 /* ---- churn: short-lived threads, many times (article 004, its trap 6.2) ---------
  * Each round starts THREADS threads; each allocates CHURN_BLOCKS small blocks,
  * frees them and exits. Whatever a thread's cache still holds when it exits is
@@ -523,6 +660,9 @@ static const workload workloads[] = {
     {"xthread", 8e6, PRODUCER_CONSUMER, NULL},
     {"large", 4000, PER_THREAD_LOOP, large_worker},
     {"churn", 2000, THREAD_CHURN, NULL},
+    {"bigblocks", 400, PER_THREAD_LOOP, bigblocks_worker},
+    {"regrow", 40e3, PER_THREAD_LOOP, regrow_worker},
+    {"longspans", 100e3, PER_THREAD_LOOP, longspans_worker},
 };
 
 #define MAX_THREADS 16
@@ -536,6 +676,11 @@ static int run(const char *name, int threads, double scale, double max_seconds) 
         fprintf(stderr, "bench_driver: bad run arguments\n");
         return 2;
     }
+    if (wl->fn == regrow_worker && !bench_has_realloc()) {
+        printf("skipped=this_stage_has_no_realloc\n");
+        return 0;
+    }
+    bench_threads = threads;
     long per_thread = (long)(wl->total * scale) / threads;
     if (per_thread < 1)
         per_thread = 1;

@@ -32,24 +32,51 @@ for peer in tcmalloc:libtcmalloc_minimal.so.4 jemalloc:libjemalloc.so.2 mimalloc
     fi
 done
 
-# A table per workload, a row in it per allocator and thread count.
-for workload in tight hold mixed xthread large churn; do
+# A table per workload, a row in it per allocator and thread count (or a
+# row saying why the allocator cannot run it: stages 1-2 have no realloc).
+for workload in tight hold mixed xthread large churn bigblocks regrow longspans; do
     table=$(awk -v w="== $workload:" 'index($0, w) == 1 {on = 1; next} /^== / {on = 0} on' "$log")
     [ -n "$table" ] || fail "no table for $workload"
     for a in $allocators; do
         for t in ${threads//,/ }; do
-            grep -Eq "^ *$t +$a +[0-9.]+\*? +[0-9.]+ +[0-9,]+" <<<"$table" \
+            grep -Eq "^ *$t +$a +([0-9.]+\*? +[0-9.]+ +[0-9,]+|skipped: )" <<<"$table" \
                 || fail "$workload: no row for $a with $t threads"
         done
     done
 done
 
+# Like for like first: in every table the malloc/free rows (glibc, the
+# drop-in, the peers) come before the stages' own rows, which sit under
+# their "sized API, linked in" label.
+for workload in tight xthread; do
+    table=$(awk -v w="== $workload:" 'index($0, w) == 1 {on = 1; next} /^== / {on = 0} on' "$log")
+    first_title=$(grep -n -- '-- malloc/free, the same call path' <<<"$table" | cut -d: -f1)
+    sized_title=$(grep -n -- '-- the stages, sized API' <<<"$table" | cut -d: -f1)
+    [ -n "$first_title" ] && [ -n "$sized_title" ] || fail "$workload: the two row groups are not labelled"
+    glibc_row=$(grep -nE '^ *[0-9]+ +glibc ' <<<"$table" | head -n 1 | cut -d: -f1)
+    stage_row=$(grep -nE '^ *[0-9]+ +stage1_threadcache ' <<<"$table" | head -n 1 | cut -d: -f1)
+    [ "$first_title" -lt "$glibc_row" ] && [ "$glibc_row" -lt "$sized_title" ] && [ "$sized_title" -lt "$stage_row" ] \
+        || fail "$workload: the headline rows do not come first, or a stage is not under the sized label"
+    if grep -qw stage4_dropin <<<"$allocators"; then
+        dropin_row=$(grep -nE '^ *[0-9]+ +stage4_dropin ' <<<"$table" | head -n 1 | cut -d: -f1)
+        [ "$dropin_row" -lt "$sized_title" ] || fail "$workload: the drop-in is not among the headline rows"
+    fi
+done
+grep -q '>sized API, linked in:</text>' "$out/chart.svg" || fail "chart.svg does not label the stages' rows"
+# The chart draws (and its legend lists) the allocators in run order.
+legend_dropin=$(grep -n '>stage4_dropin</text>' "$out/chart.svg" | head -n 1 | cut -d: -f1)
+legend_stage=$(grep -n '>stage1_threadcache</text>' "$out/chart.svg" | head -n 1 | cut -d: -f1)
+[ "$legend_dropin" -lt "$legend_stage" ] || fail "chart.svg shows the stages before the like-for-like allocators"
+
 header=$(head -n 1 "$out/results.csv")
 [ "$header" = "workload,allocator,threads,ns_per_pair,ratio_to_glibc,peak_rss_kib,reps" ] \
     || fail "results.csv header is '$header'"
 n_alloc=$(wc -w <<<"$allocators")
+n_workloads=$(grep -c '^== ' "$log")
+n_skipped=$(grep -c ' skipped: ' "$log" || true)
 rows=$(($(wc -l <"$out/results.csv") - 1))
-[ "$rows" -eq $((6 * 2 * n_alloc)) ] || fail "results.csv has $rows rows, expected $((6 * 2 * n_alloc))"
+expected_rows=$((n_workloads * 2 * n_alloc - n_skipped))
+[ "$rows" -eq "$expected_rows" ] || fail "results.csv has $rows rows, expected $expected_rows"
 grep -q '^tight,glibc,1,[0-9.]*,1.0000,[0-9]*,1$' "$out/results.csv" || fail "glibc's own ratio is not 1"
 
 grep -q '^<svg ' "$out/chart.svg" || fail "chart.svg does not start an <svg>"

@@ -2,12 +2,14 @@
 
 BENCH_STAGES: each entry is a stage's package; the bench links its
 `//<package>:hcmalloc` library into a build of bench_driver.c of its own
-(bench/defs.bzl), which calls hc_malloc / hc_free_sized.
+(bench/defs.bzl), which calls hc_malloc / hc_free_sized. These rows are
+labelled "sized API, linked in": they teach what each layer buys, but they
+are not the work glibc and the peers do (a sized free, no PLT call).
 
 BENCH_PRELOAD_LIBS: drop-in libraries that replace malloc itself, by the
 name the tables give them. The bench runs them like the peers: the plain
 driver (malloc / free) with LD_PRELOAD, so stage 4's unsized free() is
-measured through the same calls as glibc's.
+measured through the same calls as glibc's. These are the headline rows.
 """
 
 BENCH_STAGES = [

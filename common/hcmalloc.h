@@ -67,7 +67,9 @@ size_t hc_usable_size(const void *ptr);
  * (stage 2+). Stage 1 has no shared tier: the objects stay with the thread. */
 void hc_thread_flush(void);
 
-/* Stage 4: returns every free page to the OS now. Earlier stages: no effect. */
+/* Stage 3: gives what the central cache keeps for reuse (transfer caches,
+ * spare empty spans) back to the page cache. Stage 4: that, and returns
+ * every free page to the OS now. Earlier stages: no effect. */
 void hc_release_free_memory(void);
 
 /* Fills *out with a snapshot of where the allocator's bytes are. */

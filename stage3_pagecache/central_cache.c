@@ -12,11 +12,21 @@
  *     with its free neighbours. Without the count a span could go back (and
  *     be reused for another class, or a large block) while a thread still
  *     holds one of its objects: two owners for the same bytes;
+ *   - the bucket writes its class into the page map for every page of a
+ *     span it carves (and clears it before the span goes back), which is
+ *     how hc_free finds an object's class without reading the span;
+ *   - a transfer cache (transfer_cache.h) in front of the spans: whole
+ *     batches given back go to the next thread that asks, untouched; the
+ *     per-object span work happens only when it overflows or runs dry, with
+ *     the object-to-span lookups done before the bucket lock is taken; one
+ *     empty span per class waits in the bucket before it goes back;
  *   - an object given back to the wrong class, or one that is no object of
- *     ours at all, is caught here (the span says what it is) and aborts.
- * May touch: the buckets and their spans' object lists (under the bucket
- * lock), the page cache through pc_* (never with a bucket lock held: see
- * page_cache.h for the lock order), the page map (lock-free reads). */
+ *     ours at all, is caught when it reaches its span (the span says what it
+ *     is) and aborts.
+ * May touch: the buckets, their transfer caches and their spans' object
+ * lists (under the bucket lock), the page cache through pc_* (never with a
+ * bucket lock held: see page_cache.h for the lock order), the page map
+ * (lock-free reads; the class bytes of the bucket's own spans). */
 #include "stage2_centralcache/central_cache.h"
 
 #include <stddef.h>
@@ -28,24 +38,47 @@
 #include "common/track.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
+#include "stage3_pagecache/transfer_cache.h"
+
+/* One whole batch in a transfer cache: a chain first..last of count objects
+ * (last's link is not necessarily NULL). */
+typedef struct cc_batch {
+    void *first;
+    void *last;
+    uint32_t count;
+} cc_batch;
 
 /* Aligned (and so padded) to a cache line: two hot buckets side by side
  * would otherwise share a line, and each lock taken on one would evict the
  * other from every other core's cache (false sharing). */
 typedef struct cc_bucket {
     hc_lock lock;
-    hc_span spans;       /* sentinel: this class's spans that have free objects */
-    size_t free_objects; /* on those spans, for stats */
-    size_t span_bytes;   /* in spans this class holds now */
+    uint32_t batch_count;      /* transfer cache: batches[0..batch_count) */
+    uint32_t batch_capacity;   /* cc_transfer_capacity */
+    size_t transfer_objects;   /* in those batches, for stats */
+    hc_span spans;             /* sentinel: this class's spans that have free objects */
+    size_t free_objects;       /* on those spans, for stats */
+    size_t span_bytes;         /* in spans this class holds now */
+    size_t empty_spans;        /* spans on the list with every object free */
+    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
 } HC_CACHE_ALIGNED cc_bucket;
 
 static cc_bucket cc_buckets[HC_NUM_CLASSES];
 static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
 
+uint32_t cc_transfer_capacity(unsigned cls) {
+    size_t batch_bytes = (size_t)sc_batch(cls) * sc_size(cls);
+    size_t n = CC_TRANSFER_MAX_BYTES / batch_bytes;
+    if (n < 1) n = 1;
+    if (n > CC_TRANSFER_MAX_BATCHES) n = CC_TRANSFER_MAX_BATCHES;
+    return (uint32_t)n;
+}
+
 static void cc_init(void) {
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
         hc_lock_init(&cc_buckets[cls].lock);
         span_list_init(&cc_buckets[cls].spans);
+        cc_buckets[cls].batch_capacity = cls == 0 ? 0 : cc_transfer_capacity(cls);
     }
 }
 
@@ -58,26 +91,36 @@ static cc_bucket *cc_bucket_of(unsigned cls) {
 
 hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
 
-/* Takes a span for class `cls` from the page cache and links all of its
- * objects, in address order, into the span's free list. Runs without any
- * lock: nobody else knows the span yet. NULL when the OS refused memory. */
+/* batch_count changes under the lock, but cc_return peeks at it without:
+ * every store is atomic so that the peek is not a data race. */
+static void cc_set_batch_count(cc_bucket *bucket, uint32_t count) {
+    __atomic_store_n(&bucket->batch_count, count, __ATOMIC_RELAXED);
+}
+
+/* Takes a span for class `cls` from the page cache, links all of its
+ * objects, in address order, into the span's free list, and writes the class
+ * of its pages into the page map. Runs without any lock: nobody else knows
+ * the span yet. NULL when the OS refused memory. */
 static hc_span *cc_carve_new_span(unsigned cls) {
     hc_span *span = pc_alloc_span(sc_span_pages(cls), cls);
     if (span == NULL)
         return NULL;
     size_t size = span->object_size;
     char *obj = span_start(span);
-    for (uint32_t i = 0; i + 1 < span->object_count; i++, obj += size) {
-        track_internal_begin(obj, sizeof(void *));
+    for (uint32_t i = 0; i + 1 < span->object_count; i++, obj += size)
         fl_set_next(obj, obj + size);
-        track_internal_end(obj, sizeof(void *));
-    }
-    track_internal_begin(obj, sizeof(void *));
     fl_set_next(obj, NULL);
-    track_internal_end(obj, sizeof(void *));
     span->free_objects = span_start(span);
     span->free_count = span->object_count;
+    pm_set_class_range(span->start_page, span->page_count, cls);
     return span;
+}
+
+/* A span that left its bucket goes back to the page cache: its pages stop
+ * saying "class cls" first (a free of one of them is invalid from now on). */
+static void cc_give_back_span(hc_span *span) {
+    pm_set_class_range(span->start_page, span->page_count, 0);
+    pc_free_span(span);
 }
 
 /* Moves up to `want` objects from the bucket's spans to a chain; the bucket
@@ -89,19 +132,16 @@ static uint32_t cc_take(cc_bucket *bucket, uint32_t want, void **first, void **l
     void *head = NULL, *tail = NULL;
     while (got < want && !span_list_empty(&bucket->spans)) {
         hc_span *span = bucket->spans.next;
+        if (span->objects_in_use == 0)
+            bucket->empty_spans--; /* the spare is in use again */
         while (got < want && span->free_objects != NULL) {
             void *obj = span->free_objects;
-            track_internal_begin(obj, sizeof(void *));
             span->free_objects = fl_next(obj);
             fl_set_next(obj, NULL);
-            track_internal_end(obj, sizeof(void *));
-            if (tail != NULL) {
-                track_internal_begin(tail, sizeof(void *));
+            if (tail != NULL)
                 fl_set_next(tail, obj);
-                track_internal_end(tail, sizeof(void *));
-            } else {
+            else
                 head = obj;
-            }
             tail = obj;
             span->free_count--;
             span->objects_in_use++; /* the reference the page cache must wait for */
@@ -118,11 +158,45 @@ static uint32_t cc_take(cc_bucket *bucket, uint32_t want, void **first, void **l
     return got;
 }
 
+/* Pops up to `want` objects off the transfer cache's top batch (splitting
+ * it if it holds more); the bucket lock is held. Returns how many, 0 when
+ * the transfer cache is empty. The chain's last link is set by the caller. */
+static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **first, void **last) {
+    if (bucket->batch_count == 0)
+        return 0;
+    cc_batch *top = &bucket->batches[bucket->batch_count - 1];
+    uint32_t got;
+    if (top->count <= want) {
+        got = top->count;
+        *first = top->first;
+        *last = top->last;
+        cc_set_batch_count(bucket, bucket->batch_count - 1);
+    } else {
+        /* A thread still in slow start asks for less than a batch. */
+        void *tail = top->first;
+        for (uint32_t i = 1; i < want; i++)
+            tail = fl_next(tail);
+        got = want;
+        *first = top->first;
+        *last = tail;
+        top->first = fl_next(tail);
+        top->count -= want;
+    }
+    bucket->transfer_objects -= got;
+    return got;
+}
+
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
-    uint32_t got = cc_take(bucket, want, first, last);
+    uint32_t got = cc_transfer_pop(bucket, want, first, last);
+    if (got > 0) {
+        hc_lock_release(&bucket->lock);
+        fl_set_next(*last, NULL); /* ours now: no other thread reads it */
+        return got;
+    }
+    got = cc_take(bucket, want, first, last);
     hc_lock_release(&bucket->lock);
     if (got > 0)
         return got;
@@ -135,6 +209,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     hc_lock_acquire(&bucket->lock);
     span_list_push(&bucket->spans, span);
     span->in_bucket_list = 1;
+    bucket->empty_spans++; /* until cc_take, just below, takes from it */
     bucket->free_objects += span->free_count;
     bucket->span_bytes += span_bytes(span);
     got = cc_take(bucket, want, first, last);
@@ -142,63 +217,177 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     return got;
 }
 
-/* The span of an object given back to class `cls`'s bucket. The page map
- * entry is current, since the object is in use; anything else (a pointer
- * that is no object of ours, or one of another class: a wrong size given to
- * hc_free_sized) would corrupt the span, so it stops the program. */
+/* The span of an object given back to class `cls`'s bucket, looked up with
+ * no lock held. The page map entry is current, since the object is in use;
+ * anything else (a pointer that is no object of ours, or one of another
+ * class: a wrong size given to hc_free_sized) would corrupt the span, so it
+ * stops the program. The count is checked later, under the lock. */
 static hc_span *cc_span_of_object(unsigned cls, void *obj) {
     hc_span *span = pc_span_of(obj);
     if (HC_UNLIKELY(span == NULL || span->state != SPAN_SMALL || span->size_class != cls ||
-                    span_object_index(span, obj) < 0 || span->objects_in_use == 0))
+                    span_object_index(span, obj) < 0))
         hc_fatal_pointer("free(): invalid pointer", obj);
     return span;
 }
 
-void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
-    HC_TRACE(HC_TRACE_CC_RETURN, cls);
-    (void)last; /* the chain is walked object by object: each finds its own span */
+/* Takes `span` (off every list) out of the bucket's counts and onto
+ * `released`, to go back to the page cache once the lock is dropped; the
+ * bucket lock is held. */
+static void cc_detach_span(cc_bucket *bucket, hc_span *span, hc_span *released) {
+    span->in_bucket_list = 0;
+    bucket->free_objects -= span->free_count;
+    bucket->span_bytes -= span_bytes(span);
+    span_list_push(released, span);
+}
+
+/* Gives every span on `released` back to the page cache; no lock held. */
+static void cc_give_back_spans(hc_span *released) {
+    while (!span_list_empty(released)) {
+        hc_span *span = released->next;
+        span_list_remove(span);
+        cc_give_back_span(span);
+    }
+}
+
+/* Objects whose spans one lock hold updates: the lookups for a chunk are
+ * done first, without the lock. */
+#define CC_RETURN_CHUNK HC_MAX_BATCH
+
+/* Gives `n` objects, first.., back to their spans, at most `keep_empty`
+ * empty spans staying in the bucket; the others go back to the page cache
+ * once the lock is dropped. */
+static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t keep_empty) {
     /* LAB BEGIN: span_refcount_drop */
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_span released; /* spans whose count dropped to zero, for the page cache */
     span_list_init(&released);
-    hc_lock_acquire(&bucket->lock);
+    void *objs[CC_RETURN_CHUNK];
+    hc_span *spans[CC_RETURN_CHUNK];
     void *obj = first;
-    for (uint32_t i = 0; i < n; i++) {
-        void *next = NULL;
-        if (i + 1 < n) { /* the last object's link need not be NULL: never follow it */
-            track_internal_begin(obj, sizeof(void *));
-            next = fl_next(obj);
-            track_internal_end(obj, sizeof(void *));
+    while (n > 0) {
+        uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
+        for (uint32_t i = 0; i < chunk; i++) {
+            objs[i] = obj;
+            spans[i] = cc_span_of_object(cls, obj);
+            /* The last object's link need not be NULL: never follow it. */
+            obj = i + 1 < n ? fl_next(obj) : NULL;
         }
-        hc_span *span = cc_span_of_object(cls, obj);
-        track_internal_begin(obj, sizeof(void *));
-        fl_set_next(obj, span->free_objects);
-        track_internal_end(obj, sizeof(void *));
-        span->free_objects = obj;
-        span->free_count++;
-        bucket->free_objects++;
-        if (--span->objects_in_use == 0) {
-            /* Every object is back: the span leaves the bucket for the page
-             * cache (after the lock is dropped). */
-            if (span->in_bucket_list)
-                span_list_remove(span);
-            span->in_bucket_list = 0;
-            bucket->free_objects -= span->free_count;
-            bucket->span_bytes -= span_bytes(span);
-            span_list_push(&released, span);
-        } else if (!span->in_bucket_list) {
-            span_list_push(&bucket->spans, span);
-            span->in_bucket_list = 1;
+        n -= chunk;
+        hc_lock_acquire(&bucket->lock);
+        for (uint32_t i = 0; i < chunk; i++) {
+            hc_span *span = spans[i];
+            if (HC_UNLIKELY(span->objects_in_use == 0)) {
+                hc_lock_release(&bucket->lock);
+                hc_fatal_pointer("free(): invalid pointer", objs[i]); /* already home */
+            }
+            fl_set_next(objs[i], span->free_objects);
+            span->free_objects = objs[i];
+            span->free_count++;
+            bucket->free_objects++;
+            if (!span->in_bucket_list) {
+                span_list_push(&bucket->spans, span);
+                span->in_bucket_list = 1;
+            }
+            if (--span->objects_in_use > 0)
+                continue;
+            /* Every object is back. The class keeps a spare at the back of its
+             * list (used last); beyond that the span leaves the bucket for the
+             * page cache (after the lock is dropped). */
+            span_list_remove(span);
+            if (bucket->empty_spans < keep_empty) {
+                bucket->empty_spans++;
+                span_list_push(bucket->spans.prev, span); /* after the last */
+                continue;
+            }
+            cc_detach_span(bucket, span, &released);
         }
-        obj = next;
+        hc_lock_release(&bucket->lock);
+    }
+    cc_give_back_spans(&released);
+    /* LAB END: span_refcount_drop */
+}
+
+/* Pushes one whole batch on the transfer cache; 0 (nothing done) when it
+ * is full. (The unlocked read only saves a lock trip when it is full; the
+ * locked one decides.) */
+static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t n) {
+    if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity)
+        return 0;
+    hc_lock_acquire(&bucket->lock);
+    int pushed = bucket->batch_count < bucket->batch_capacity;
+    if (pushed) {
+        bucket->batches[bucket->batch_count] = (cc_batch){first, last, n};
+        cc_set_batch_count(bucket, bucket->batch_count + 1);
+        bucket->transfer_objects += n;
     }
     hc_lock_release(&bucket->lock);
-    while (!span_list_empty(&released)) {
-        hc_span *span = released.next;
-        span_list_remove(span);
-        pc_free_span(span);
+    return pushed;
+}
+
+void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
+    HC_TRACE(HC_TRACE_CC_RETURN, cls);
+    cc_bucket *bucket = cc_bucket_of(cls);
+    /* Whole batches go to the transfer cache while it has room: the next
+     * cc_fetch of this class hands each out as it is. A longer chain (a
+     * list trimmed by more than a batch) is cut into batches first. */
+    const uint32_t batch = sc_batch(cls);
+    while (n >= batch) {
+        void *batch_last = last, *rest = NULL;
+        if (n > batch) {
+            batch_last = first;
+            for (uint32_t i = 1; i < batch; i++)
+                batch_last = fl_next(batch_last);
+            rest = fl_next(batch_last);
+        }
+        if (!cc_transfer_push(bucket, first, batch_last, batch))
+            break;
+        first = rest;
+        n -= batch;
     }
-    /* LAB END: span_refcount_drop */
+    if (n > 0)
+        cc_return_to_spans(cls, first, n, CC_EMPTY_SPANS_KEPT);
+}
+
+void cc_release_cached(void) {
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        cc_bucket *bucket = cc_bucket_of(cls);
+        cc_batch batches[CC_TRANSFER_MAX_BATCHES];
+        hc_lock_acquire(&bucket->lock);
+        uint32_t count = bucket->batch_count;
+        for (uint32_t i = 0; i < count; i++)
+            batches[i] = bucket->batches[i];
+        cc_set_batch_count(bucket, 0);
+        bucket->transfer_objects = 0;
+        /* The spare empty spans: off the list, to go back below. */
+        hc_span released;
+        span_list_init(&released);
+        for (hc_span *span = bucket->spans.next, *next; span != &bucket->spans; span = next) {
+            next = span->next;
+            if (span->objects_in_use != 0)
+                continue;
+            span_list_remove(span);
+            bucket->empty_spans--;
+            cc_detach_span(bucket, span, &released);
+        }
+        hc_lock_release(&bucket->lock);
+        cc_give_back_spans(&released);
+        for (uint32_t i = 0; i < count; i++)
+            cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
+    }
+}
+
+void cc_get_bucket_census(unsigned cls, cc_bucket_census *out) {
+    cc_bucket *bucket = cc_bucket_of(cls);
+    hc_lock_acquire(&bucket->lock);
+    out->batches = bucket->batch_count;
+    out->transfer_objects = bucket->transfer_objects;
+    out->span_free_objects = bucket->free_objects;
+    out->spans = 0;
+    for (hc_span *span = bucket->spans.next; span != &bucket->spans; span = span->next)
+        out->spans++;
+    out->empty_spans = bucket->empty_spans;
+    out->span_bytes = bucket->span_bytes;
+    hc_lock_release(&bucket->lock);
 }
 
 void cc_collect_stats(hc_stats *out) {
@@ -206,7 +395,9 @@ void cc_collect_stats(hc_stats *out) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
         hc_lock_acquire(&bucket->lock);
-        central += bucket->free_objects * sc_size(cls);
+        /* Objects in the transfer cache are free central objects too; they
+         * are counted out of their spans, like those in thread caches. */
+        central += (bucket->free_objects + bucket->transfer_objects) * sc_size(cls);
         /* The tail of a span too small for one more object counts as in
          * use: it is memory the class holds and nobody else can. */
         spans += bucket->span_bytes;

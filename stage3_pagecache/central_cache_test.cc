@@ -1,11 +1,14 @@
 // stage3_pagecache/central_cache_test.cc — span reference counts: the
 // central cache counts each span's objects out, and a span goes back to the
-// page cache exactly when the last one comes home.
+// page cache only when the last one comes home (after waiting as its
+// class's spare); the transfer cache passes whole batches on intact and
+// loses no object; the page map says each page's class.
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -17,6 +20,7 @@ extern "C" {
 #include "common/hcmalloc.h"
 #include "common/os.h"
 #include "stage2_centralcache/central_cache.h"
+#include "stage3_pagecache/transfer_cache.h"
 }
 
 namespace {
@@ -37,9 +41,34 @@ std::vector<void *> Fetch(unsigned cls, uint32_t n) {
 
 void Return(unsigned cls, void *obj) { cc_return(cls, obj, obj, 1); }
 
+cc_bucket_census Bucket(unsigned cls) {
+    cc_bucket_census c;
+    cc_get_bucket_census(cls, &c);
+    return c;
+}
+
+// Links `objs` into one chain, in order, and returns it as a batch.
+void ReturnChain(unsigned cls, const std::vector<void *> &objs) {
+    for (size_t i = 0; i + 1 < objs.size(); i++) *static_cast<void **>(objs[i]) = objs[i + 1];
+    cc_return(cls, objs.front(), objs.back(), (uint32_t)objs.size());
+}
+
+// The chain cc_fetch hands out, as a vector (checks it is NULL-terminated).
+std::vector<void *> FetchChain(unsigned cls, uint32_t want) {
+    void *first, *last;
+    uint32_t got = cc_fetch(cls, want, &first, &last);
+    std::vector<void *> out;
+    void *p = first;
+    for (uint32_t i = 0; i < got; i++, p = *static_cast<void **>(p)) out.push_back(p);
+    EXPECT_EQ(p, nullptr) << "the chain ends in NULL";
+    if (got > 0) EXPECT_EQ(out.back(), last);
+    return out;
+}
+
 // Each test uses a class no other test here touches: a fresh bucket.
 TEST(SpanRefcount, CountsObjectsOutAndGivesTheSpanBackAtZero) {
     const unsigned cls = sc_index(3000);
+    cc_release_cached();  // no other class holds a spare span: page counts below are exact
     std::vector<void *> first = Fetch(cls, 1);
     ASSERT_EQ(first.size(), 1u);
     hc_span *span = pc_span_of(first[0]);
@@ -66,8 +95,16 @@ TEST(SpanRefcount, CountsObjectsOutAndGivesTheSpanBackAtZero) {
 
     const uintptr_t page = span->start_page;
     const size_t pages = span->page_count;
+    EXPECT_EQ(pm_class_of(first[0]), cls) << "the bucket wrote its class into the page map";
     Return(cls, first[0]);
-    EXPECT_EQ(pc_span_of(first[0]), nullptr) << "the last object home sends the span back";
+    EXPECT_EQ(pc_span_of(first[0]), span) << "the last object home: the span waits as the class's spare";
+    EXPECT_EQ(span->objects_in_use, 0u);
+    EXPECT_EQ(Bucket(cls).empty_spans, 1u);
+    EXPECT_EQ(Census().small_pages, before.small_pages);
+    cc_release_cached();
+    EXPECT_EQ(pc_span_of(first[0]), nullptr) << "released: the span went back to the page cache";
+    EXPECT_EQ(pm_class_of(first[0]), 0u) << "and its pages no longer say class " << cls;
+    EXPECT_EQ(Bucket(cls).empty_spans, 0u);
     hc_span *now = pm_lookup(page);
     ASSERT_NE(now, nullptr);
     EXPECT_EQ(now->state, SPAN_FREE);
@@ -104,12 +141,14 @@ TEST(SpanRefcount, ASpanWithAnObjectOutIsNeverReused) {
         ASSERT_EQ(static_cast<unsigned char *>(held)[i], 0x5a) << "the held object was overwritten";
     for (hc_span *s : taken) pc_free_span(s);
     Return(cls, held);
+    cc_release_cached();
     EXPECT_EQ(pc_span_of(held), nullptr);
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(SpanRefcount, CentralBytesCountFreeObjectsOnPartlyUsedSpans) {
     const unsigned cls = sc_index(700);
+    cc_release_cached();
     hc_stats before;
     hc_get_stats(&before);
     std::vector<void *> objs = Fetch(cls, 10);
@@ -122,7 +161,192 @@ TEST(SpanRefcount, CentralBytesCountFreeObjectsOnPartlyUsedSpans) {
     for (void *p : objs) Return(cls, p);
     hc_stats after;
     hc_get_stats(&after);
+    EXPECT_EQ(after.central_cache_bytes - before.central_cache_bytes, (size_t)span->object_count * sc_size(cls))
+        << "the spare span's objects are free central bytes";
+    cc_release_cached();
+    hc_get_stats(&after);
     EXPECT_EQ(after.central_cache_bytes, before.central_cache_bytes) << "the span left with its objects";
+}
+
+// Only one empty span per class waits: the second one that empties goes
+// back to the page cache at once.
+TEST(SpanRefcount, OneEmptySpanWaitsPerClassTheNextGoesBack) {
+    const unsigned cls = sc_index(6000);
+    std::vector<void *> a = Fetch(cls, 1);
+    hc_span *first_span = pc_span_of(a[0]);
+    ASSERT_NE(first_span, nullptr);
+    std::vector<void *> more = Fetch(cls, first_span->object_count);  // the rest, and one of a second span
+    a.insert(a.end(), more.begin(), more.end());
+    hc_span *second_span = pc_span_of(a.back());
+    ASSERT_NE(second_span, first_span);
+    for (void *p : a)
+        if (pc_span_of(p) == first_span) Return(cls, p);
+    EXPECT_EQ(first_span->state, SPAN_SMALL) << "the first to empty waits";
+    Return(cls, a.back());
+    EXPECT_EQ(pc_span_of(a.back()), nullptr) << "the second to empty goes back: one spare per class";
+    EXPECT_EQ(Bucket(cls).empty_spans, (size_t)CC_EMPTY_SPANS_KEPT);
+    std::vector<void *> again = Fetch(cls, 1);
+    EXPECT_EQ(pc_span_of(again[0]), first_span) << "the spare is used again before a new span is carved";
+    EXPECT_EQ(Bucket(cls).empty_spans, 0u);
+    Return(cls, again[0]);
+    cc_release_cached();
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// ---- The transfer cache ---------------------------------------------------------
+
+// A full batch given back is handed to the next fetch as it was: same
+// objects, same order, and no span's count or free list touched.
+TEST(TransferCache, AFullBatchPassesOnIntactWithoutTouchingItsSpans) {
+    const unsigned cls = sc_index(40);
+    const uint32_t batch = sc_batch(cls);
+    std::vector<void *> objs = Fetch(cls, batch);
+    hc_span *span = pc_span_of(objs[0]);
+    ASSERT_NE(span, nullptr);
+    const uint32_t in_use = span->objects_in_use, free_count = span->free_count;
+    const cc_bucket_census before = Bucket(cls);
+
+    ReturnChain(cls, objs);
+    cc_bucket_census during = Bucket(cls);
+    EXPECT_EQ(during.batches, before.batches + 1);
+    EXPECT_EQ(during.transfer_objects, before.transfer_objects + batch);
+    EXPECT_EQ(during.span_free_objects, before.span_free_objects) << "no object went to its span";
+    EXPECT_EQ(span->objects_in_use, in_use) << "the span's count is untouched";
+    EXPECT_EQ(span->free_count, free_count);
+
+    EXPECT_EQ(FetchChain(cls, batch), objs) << "the same batch, in the same order";
+    EXPECT_EQ(Bucket(cls).batches, before.batches);
+    for (void *p : objs) Return(cls, p);
+    cc_release_cached();
+}
+
+// A thread in slow start asks for less than a batch: it gets the front of
+// the top batch, and the rest stays there.
+TEST(TransferCache, AFetchOfLessThanABatchSplitsTheTopBatch) {
+    const unsigned cls = sc_index(56);
+    const uint32_t batch = sc_batch(cls);
+    std::vector<void *> objs = Fetch(cls, batch);
+    ReturnChain(cls, objs);
+    std::vector<void *> front = FetchChain(cls, 3);
+    EXPECT_EQ(front, std::vector<void *>(objs.begin(), objs.begin() + 3));
+    cc_bucket_census c = Bucket(cls);
+    EXPECT_EQ(c.batches, 1u);
+    EXPECT_EQ(c.transfer_objects, batch - 3u);
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin() + 3, objs.end()));
+    for (void *p : objs) Return(cls, p);
+    cc_release_cached();
+}
+
+// Past its capacity the transfer cache overflows to the spans; short chains
+// always go to the spans.
+TEST(TransferCache, OverflowAndShortChainsGoToTheSpans) {
+    const unsigned cls = sc_index(88);
+    const uint32_t batch = sc_batch(cls), capacity = cc_transfer_capacity(cls);
+    std::vector<std::vector<void *>> batches;
+    for (uint32_t i = 0; i <= capacity; i++) batches.push_back(Fetch(cls, batch));
+    const cc_bucket_census before = Bucket(cls);
+    for (auto &b : batches) ReturnChain(cls, b);
+    cc_bucket_census after = Bucket(cls);
+    EXPECT_EQ(after.batches, capacity);
+    EXPECT_EQ(after.transfer_objects, (size_t)capacity * batch);
+    EXPECT_EQ(after.span_free_objects, before.span_free_objects + batch) << "the one that did not fit";
+    std::vector<void *> two = FetchChain(cls, 2);
+    ReturnChain(cls, two);
+    EXPECT_EQ(Bucket(cls).batches, capacity) << "a chain shorter than a batch skips the transfer cache";
+    cc_release_cached();
+    after = Bucket(cls);
+    EXPECT_EQ(after.batches, 0u);
+    EXPECT_EQ(after.span_bytes, 0u) << "released: every span of the class went back";
+}
+
+// A chain longer than a batch (a list trimmed by more) is cut into whole
+// batches for the transfer cache; the remainder goes to the spans.
+TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {
+    const unsigned cls = sc_index(104);
+    const uint32_t batch = sc_batch(cls);
+    std::vector<void *> objs = Fetch(cls, 2 * batch + batch / 2);
+    const cc_bucket_census before = Bucket(cls);
+    ReturnChain(cls, objs);
+    cc_bucket_census after = Bucket(cls);
+    EXPECT_EQ(after.batches, before.batches + 2);
+    EXPECT_EQ(after.transfer_objects, before.transfer_objects + 2 * batch);
+    EXPECT_EQ(after.span_free_objects, before.span_free_objects + batch / 2);
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin() + batch, objs.begin() + 2 * batch))
+        << "the second batch of the chain, intact, on top";
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin(), objs.begin() + batch));
+    for (uint32_t i = 0; i < 2 * batch; i++) Return(cls, objs[i]);  // the rest is home already
+    cc_release_cached();
+}
+
+// Conservation: threads trade objects through one class's bucket, with
+// batches of every size (full ones go through the transfer cache, others
+// to the spans). No object is ever handed to two holders at once, and when
+// all are home the bucket holds exactly the objects of its spans.
+TEST(TransferCache, ThreadsTradingBatchesLoseAndDuplicateNothing) {
+    const unsigned cls = sc_index(72);
+    const uint32_t batch = sc_batch(cls);
+    constexpr int kThreads = 4, kRounds = 3000;
+    std::atomic<long> bad{0};
+    std::mutex held_lock;
+    std::set<void *> held_by_someone;
+    auto take = [&](const std::vector<void *> &objs) {
+        std::lock_guard<std::mutex> guard(held_lock);
+        for (void *p : objs)
+            if (!held_by_someone.insert(p).second) bad++;  // someone else holds it too
+    };
+    auto give = [&](const std::vector<void *> &objs) {
+        std::lock_guard<std::mutex> guard(held_lock);
+        for (void *p : objs) held_by_someone.erase(p);
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++)
+        threads.emplace_back([&, t] {
+            unsigned x = 777u + t;
+            std::vector<std::vector<void *>> held;
+            for (int r = 0; r < kRounds; r++) {
+                x = x * 1103515245u + 12345u;
+                if (held.size() < 4 && (x >> 16) % 3 != 0) {
+                    uint32_t want = (x >> 8) % 4 == 0 ? 1 + (x >> 20) % batch : batch;
+                    std::vector<void *> got = FetchChain(cls, want);
+                    take(got);
+                    held.push_back(got);
+                } else if (!held.empty()) {
+                    give(held.back());
+                    ReturnChain(cls, held.back());
+                    held.pop_back();
+                }
+            }
+            for (auto &b : held) {
+                give(b);
+                ReturnChain(cls, b);
+            }
+        });
+    for (auto &th : threads) th.join();
+    EXPECT_EQ(bad.load(), 0) << "an object was handed to two holders at once";
+    const cc_bucket_census c = Bucket(cls);
+    const size_t span_size = sc_span_pages(cls) * HC_PAGE_SIZE;
+    const size_t objects = c.span_bytes / span_size * (span_size / sc_size(cls));
+    EXPECT_EQ(c.transfer_objects + c.span_free_objects, objects)
+        << "every object of the class's spans is in the transfer cache or on its span";
+    cc_release_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u) << "all home: every span went back";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// The object-to-span lookups of a return that overflows to the spans happen
+// before the bucket lock is taken: with the lock held by someone else, an
+// invalid object is still caught at once (it would wait forever if the
+// lookups ran under the lock).
+TEST(TransferCacheDeathTest, SpanLookupsRunBeforeTheBucketLock) {
+    const unsigned cls = sc_index(1700);
+    std::vector<void *> objs = Fetch(cls, 1);
+    EXPECT_DEATH(
+        {
+            hc_lock_acquire(cc_bucket_lock(cls));
+            std::thread([&] { Return(cls, static_cast<char *>(objs[0]) + 16); }).join();
+        },
+        "hcmalloc: free\\(\\): invalid pointer 0x");
+    Return(cls, objs[0]);
 }
 
 TEST(SpanRefcountDeathTest, AnObjectReturnedToTheWrongClassAborts) {

@@ -1,9 +1,12 @@
 /* stage3_pagecache/layer_hooks.c — layer 3's definitions of the hooks its
- * malloc.c calls (layer_hooks.h): nothing to do before stage 4.
- * May touch: nothing. */
+ * malloc.c calls (layer_hooks.h).
+ * May touch: the central cache (cc_release_cached). */
 #include "stage3_pagecache/layer_hooks.h"
+#include "stage3_pagecache/transfer_cache.h"
 
 void hc_layer_on_malloc_slow(void) {}
 
-/* Stage 4 adds returning memory to the OS; nothing to do before it. */
-void hc_layer_release_free_memory(void) {}
+/* What the central cache keeps for reuse (transfer caches, spare empty
+ * spans) goes back to the page cache, where it merges. Stage 4 adds
+ * returning memory to the OS. */
+void hc_layer_release_free_memory(void) { cc_release_cached(); }

@@ -7,12 +7,16 @@
  *   - every block can be found from its address alone, through the page
  *     map: so hc_free, hc_usable_size, hc_realloc and hc_aligned_alloc work,
  *     and hc_free_sized uses the size only to skip the lookup;
- *   - a pointer that is not the start of a block we handed out (foreign,
- *     interior, or already freed large block) stops the program with
- *     "hcmalloc: free(): invalid pointer 0x...", like glibc;
- *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
- *     object handed out, and so catches a double free and a wrong size given
- *     to hc_free_sized the moment they happen.
+ *   - a pointer that is not ours (foreign, stack, never mapped, in a span
+ *     already given back), inside a large block, or inside a small one and
+ *     not aligned for its class stops the program with
+ *     "hcmalloc: free(): invalid pointer 0x...", like glibc; hc_free reads
+ *     the class from the page map, not the span (docs/stage3.md, section 7);
+ *   - a debug build (--config=debug, HC_DEBUG) also checks that hc_free's
+ *     pointer starts an object of its span, and keeps one bit per small
+ *     object handed out, and so catches an aligned interior pointer, a
+ *     double free and a wrong size given to hc_free_sized the moment they
+ *     happen.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
  * adds here goes through the two hooks of layer_hooks.h.
@@ -89,12 +93,19 @@ HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
     track_free(p, size);
 }
 
-/* A small block comes back through hc_free; its span is known and checked. */
-HC_INLINE void note_free_unsized(void *p, hc_span *span) {
+/* A small block of class `cls` comes back through hc_free. Release builds
+ * know only what the page map said (a page of a small span of class cls, an
+ * address aligned for it); a debug build also finds the span and checks that
+ * p starts an object of it that is handed out. */
+HC_INLINE void note_free_unsized(void *p, unsigned cls) {
 #if HC_DEBUG
+    hc_span *span = pc_span_of(p);
+    if (span == NULL || span->state != SPAN_SMALL || span->size_class != cls ||
+        span_object_index(span, p) < 0)
+        hc_fatal_pointer("free(): invalid pointer", p);
     debug_mark_dead(span, p);
 #endif
-    track_free(p, span->object_size);
+    track_free(p, sc_size(cls));
 }
 
 /* ---- Large objects: whole spans from the page cache ----------------------------- */
@@ -173,7 +184,8 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
     if (size > HC_MAX_SMALL_SIZE) {
         hc_span *span = large_span_of(ptr, "free(): invalid pointer");
 #if HC_DEBUG
-        if (large_pages(size) != span->page_count)
+        /* Fewer pages are right too: realloc may leave slack (hc_realloc). */
+        if (large_pages(size) > span->page_count)
             hc_fatal_pointer("free_sized(): wrong size for the block at", ptr);
 #endif
         large_free(span);
@@ -185,12 +197,12 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
 }
 
 /* What hc_free's fast path does not take: NULL, a large block, or an
- * invalid pointer. */
+ * invalid pointer (not ours, inside a free span, or, on a small page, not
+ * aligned for the page's class). */
 static HC_NOINLINE void free_unsized_slow(void *ptr) {
     if (ptr == NULL)
         return;
-    hc_span *span = pc_span_of(ptr);
-    if (span != NULL && span->state == SPAN_SMALL)
+    if (pm_class_of(ptr) != 0)
         hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
     large_free(large_span_of(ptr, "free(): invalid pointer"));
 }
@@ -200,10 +212,10 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
  * (HC_TABLE_MAX_SIZE) that hit the thread cache never leave them.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.
- * hc_free, new here, pays for the page map instead of the size: three
- * dependent loads down the radix tree, the span's state and class (one cache
- * line), a multiply that checks ptr starts an object of that span, then the
- * same push. */
+ * hc_free, new here, pays for the page map instead of the size: two
+ * dependent loads (root, then the page's class in its leaf), a test of the
+ * address against the class's alignment, then the same push. It never reads
+ * the span record, whose cache line the central cache writes. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
     tc_cache *tc = tc_current;
@@ -231,13 +243,13 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
 
 HC_EXPORT void hc_free(void *ptr) {
     /* LAB BEGIN: free_dispatch */
-    /* The raw page-map entry, not pc_span_of: for a small span the object
-     * check below is also the bounds check (span.h), so a stale entry that
-     * names some other span is rejected without comparing page ranges. */
-    hc_span *span = pm_lookup(span_page_of(ptr));
-    if (HC_LIKELY(span != NULL && span->state == SPAN_SMALL && span_object_index(span, ptr) >= 0)) {
-        unsigned cls = span->size_class;
-        note_free_unsized(ptr, span);
+    /* Class 0: not a page of a small span (NULL, large, free, not ours).
+     * The alignment test rejects most interior pointers (every one, for a
+     * power-of-two class); the exact check is the debug build's (span.h). */
+    unsigned cls = pm_class_of(ptr);
+    if (HC_LIKELY(cls != 0 &&
+                  ((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)) {
+        note_free_unsized(ptr, cls);
         if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
             return;
         free_small_slow(ptr, cls);
@@ -290,11 +302,44 @@ HC_EXPORT size_t hc_usable_size(const void *ptr) {
     return usable;
 }
 
-/* realloc(p, 0) frees p and returns NULL, as glibc does. A block stays where
- * it is when the new size needs the same class (small) or the same number of
- * pages (large): then hc_free_sized with the new size still finds the right
- * class. Otherwise: a new block, a copy, and the old one freed; if the new
- * block cannot be had, NULL with ENOMEM and the old block untouched. */
+/* A large block resized where it is: the same number of pages, the free
+ * pages right after it taken (growing), or its tail given back (shrinking,
+ * which so needs no second block: it works even where memory for a copy
+ * could not be had). Returns whether the block now holds `size` bytes. */
+static int large_resize_in_place(hc_span *span, size_t size) {
+    size_t pages = large_pages(size);
+    if (pages == 0)
+        return 0;
+    if (pages == span->page_count)
+        return 1;
+    if (pages > span->page_count)
+        return pc_grow_span_in_place(span, pages) == 0;
+    return pc_shrink_span_in_place(span, pages) == 0;
+}
+
+/* A large block of `size` bytes for a block of `old` bytes that grows and
+ * must move: half as many pages again as it had, if that is more than it
+ * asks for. Growing by small steps then moves a block O(log size) times, not
+ * once per page: amortised O(1) work per byte. A block that more than
+ * doubles (a vector's growth) gets no slack. */
+static void *large_alloc_for_growth(size_t size, size_t old) {
+    size_t pages = large_pages(size);
+    size_t with_slack = old > HC_MAX_SMALL_SIZE ? large_pages(old) + large_pages(old) / 2 : 0;
+    if (pages == 0 || with_slack <= pages || with_slack > PC_MAX_PAGES)
+        return hc_malloc(size);
+    hc_span *span = pc_alloc_span(with_slack, 0);
+    if (span == NULL)
+        return hc_malloc(size); /* the slack is a bet, not a need */
+    note_alloc(span_start(span), size, span->direct);
+    return span_start(span);
+}
+
+/* realloc(p, 0) frees p and returns NULL, as glibc does. A small block stays
+ * where it is when the new size needs the same class (then hc_free_sized with
+ * the new size still finds the right class); a large one is resized in place
+ * when it can be (above). Otherwise: a new block, a copy, and the old one
+ * freed; if the new block cannot be had, NULL with ENOMEM and the old block
+ * untouched. */
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     if (ptr == NULL)
         return hc_malloc(size);
@@ -305,11 +350,11 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     }
     size_t old = block_size(span);
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
-                                  : size > HC_MAX_SMALL_SIZE && large_pages(size) == span->page_count) {
-        track_resize(ptr, old, size);
+                                  : size > HC_MAX_SMALL_SIZE && large_resize_in_place(span, size)) {
+        track_resize(ptr, block_size(span), size);
         return ptr;
     }
-    void *fresh = hc_malloc(size);
+    void *fresh = size > old ? large_alloc_for_growth(size, old) : hc_malloc(size);
     if (fresh == NULL)
         return NULL;
     /* The copy reads the whole slot, past what a checker knows was asked for. */

@@ -18,15 +18,15 @@ static hc_lock pc_lock = HC_LOCK_INITIALIZER;
 static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
 
 /* free_lists[n]: free spans of exactly n pages (1..PC_MAX_LIST_PAGES);
- * free_lists[0]: all longer ones. Sentinel heads, set up on first use. */
+ * free_lists[0] is unused. Sentinel heads, set up on first use. Longer spans
+ * are in long_spans, a tree (below). */
 static hc_span free_lists[PC_MAX_LIST_PAGES + 1];
 static int free_lists_ready;
+static hc_span *long_spans; /* root of the treap of long free spans */
 
 static pc_census totals; /* every field but largest_free_pages, kept current */
 
-static hc_span *list_for(size_t pages) {
-    return &free_lists[pages <= PC_MAX_LIST_PAGES ? pages : 0];
-}
+static int is_long(size_t pages) { return pages > PC_MAX_LIST_PAGES; }
 
 static void lists_init_once(void) {
     if (HC_LIKELY(free_lists_ready))
@@ -54,6 +54,85 @@ static void span_dead(hc_span *s) {
     pool_free(&span_pool, s);
 }
 
+/* ---- Long free spans: a treap ordered by (length, start) -------------------------
+ * Best fit is the least key of at least (n, 0): one walk down, O(log n)
+ * expected for any number of long free spans (a list scan was O(n): with
+ * 10,000 of them every large malloc cost 10,000 steps). A treap is a binary
+ * search tree by key that is also a heap by a random priority, so its shape
+ * is that of a tree built in random order: expected depth O(log n), whatever
+ * the order of the keys. The priority is a hash of the start page (unique
+ * among free spans), so the node needs no field for it; the children are the
+ * list links (span.h). A span's key never changes while it is in the tree:
+ * merging and splitting take it out first. */
+
+static int key_less(const hc_span *a, const hc_span *b) {
+    return a->page_count < b->page_count ||
+           (a->page_count == b->page_count && a->start_page < b->start_page);
+}
+
+/* Fibonacci hashing: the product's high bits, which decide the comparison,
+ * are well mixed even for neighbouring start pages. */
+static uint64_t priority(const hc_span *s) {
+    return (uint64_t)s->start_page * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+static void tree_insert(hc_span *s) {
+    /* Down to the first node s outranks, then split that subtree by s's key
+     * into s's left (smaller keys) and right (larger) subtrees. */
+    hc_span **link = &long_spans;
+    while (*link != NULL && priority(*link) > priority(s))
+        link = key_less(s, *link) ? &(*link)->left : &(*link)->right;
+    hc_span *t = *link, **smaller = &s->left, **larger = &s->right;
+    while (t != NULL) {
+        if (key_less(t, s)) {
+            *smaller = t;
+            smaller = &t->right;
+            t = t->right;
+        } else {
+            *larger = t;
+            larger = &t->left;
+            t = t->left;
+        }
+    }
+    *smaller = *larger = NULL;
+    *link = s;
+}
+
+static void tree_remove(hc_span *s) {
+    hc_span **link = &long_spans;
+    while (*link != s)
+        link = key_less(s, *link) ? &(*link)->left : &(*link)->right;
+    /* Zip the two subtrees (every key of a below every key of b) by priority. */
+    hc_span *a = s->left, *b = s->right;
+    while (a != NULL && b != NULL) {
+        if (priority(a) > priority(b)) {
+            *link = a;
+            link = &a->right;
+            a = a->right;
+        } else {
+            *link = b;
+            link = &b->left;
+            b = b->left;
+        }
+    }
+    *link = a != NULL ? a : b;
+    s->left = s->right = NULL;
+}
+
+/* The shortest long span of at least `pages` pages, lowest address first. */
+static hc_span *tree_best_fit(size_t pages) {
+    hc_span *best = NULL;
+    for (hc_span *t = long_spans; t != NULL;) {
+        if (t->page_count >= pages) {
+            best = t;
+            t = t->left;
+        } else {
+            t = t->right;
+        }
+    }
+    return best;
+}
+
 /* ---- Free lists -------------------------------------------------------------- */
 
 /* Puts a span that has no free neighbour on its list, registered at both ends. */
@@ -62,13 +141,19 @@ static void free_span_insert(hc_span *s) {
     s->size_class = 0;
     pm_set(s->start_page, s);
     pm_set(span_end_page(s) - 1, s);
-    span_list_push(list_for(s->page_count), s);
+    if (is_long(s->page_count))
+        tree_insert(s);
+    else
+        span_list_push(&free_lists[s->page_count], s);
     totals.free_pages += s->page_count;
     totals.free_spans++;
 }
 
 static void free_span_remove(hc_span *s) {
-    span_list_remove(s);
+    if (is_long(s->page_count))
+        tree_remove(s);
+    else
+        span_list_remove(s);
     totals.free_pages -= s->page_count;
     totals.free_spans--;
 }
@@ -116,13 +201,7 @@ static hc_span *free_span_find(size_t pages) {
     for (size_t n = pages; n <= PC_MAX_LIST_PAGES; n++)
         if (!span_list_empty(&free_lists[n]))
             return free_lists[n].next;
-    hc_span *best = NULL;
-    for (hc_span *s = free_lists[0].next; s != &free_lists[0]; s = s->next)
-        if (s->page_count >= pages &&
-            (best == NULL || s->page_count < best->page_count ||
-             (s->page_count == best->page_count && s->start_page < best->start_page)))
-            best = s;
-    return best;
+    return tree_best_fit(pages);
 }
 
 /* Cuts [at, at + pages) out of free span `s` (already off its list). The
@@ -270,22 +349,36 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     return s;
 }
 
+/* Whether free span `s` holds `pages` pages from a multiple of `align`. */
+static int holds_aligned(const hc_span *s, size_t pages, size_t align, uintptr_t *at) {
+    uintptr_t aligned = (s->start_page + align - 1) & ~(uintptr_t)(align - 1);
+    *at = aligned;
+    return aligned + pages <= span_end_page(s);
+}
+
+/* The shortest span of the subtree `t` that holds them (in key order). */
+static hc_span *tree_find_aligned(hc_span *t, size_t pages, size_t align, uintptr_t *at) {
+    if (t == NULL)
+        return NULL;
+    if (t->page_count < pages)
+        return tree_find_aligned(t->right, pages, align, at);
+    hc_span *found = tree_find_aligned(t->left, pages, align, at);
+    if (found != NULL)
+        return found;
+    if (holds_aligned(t, pages, align, at))
+        return t;
+    return tree_find_aligned(t->right, pages, align, at);
+}
+
 /* The first free span holding `pages` pages from a multiple of `align`
  * (lists from `pages` up, then the long ones). Linear in the free spans
  * looked at: aligned blocks above one page are rare. */
 static hc_span *free_span_find_aligned(size_t pages, size_t align, uintptr_t *at) {
-    for (size_t n = pages <= PC_MAX_LIST_PAGES ? pages : PC_MAX_LIST_PAGES + 1;
-         n <= PC_MAX_LIST_PAGES + 1; n++) {
-        hc_span *head = &free_lists[n <= PC_MAX_LIST_PAGES ? n : 0];
-        for (hc_span *s = head->next; s != head; s = s->next) {
-            uintptr_t aligned = (s->start_page + align - 1) & ~(uintptr_t)(align - 1);
-            if (aligned + pages <= span_end_page(s)) {
-                *at = aligned;
+    for (size_t n = pages; n <= PC_MAX_LIST_PAGES; n++)
+        for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next)
+            if (holds_aligned(s, pages, align, at))
                 return s;
-            }
-        }
-    }
-    return NULL;
+    return tree_find_aligned(long_spans, pages, align, at);
 }
 
 hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
@@ -351,15 +444,71 @@ void pc_free_span(hc_span *s) {
     hc_lock_release(&pc_lock);
 }
 
+/* ---- Resizing a large block in place (realloc) ------------------------------------ */
+
+int pc_grow_span_in_place(hc_span *s, size_t pages) {
+    if (s->direct || pages > PC_MAX_PAGES)
+        return -1;
+    size_t extra = pages - s->page_count;
+    int grown = 0;
+    hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    hc_span *next = free_span_starting_at(span_end_page(s));
+    if (next != NULL && next->page_count >= extra) {
+        free_span_remove(next);
+        /* The front of the free neighbour, cut off; the rest stays free. */
+        hc_span *front = free_span_carve(next, next->start_page, extra);
+        if (front != NULL) {
+            span_dead(front); /* its pages join s: s's entries replace it below */
+            s->page_count = pages;
+            totals.large_pages += extra;
+            pm_set_range(span_end_page(s) - extra, extra, s);
+            grown = 1;
+        }
+    }
+    hc_lock_release(&pc_lock);
+    return grown ? 0 : -1;
+}
+
+int pc_shrink_span_in_place(hc_span *s, size_t pages) {
+    size_t cut = s->page_count - pages;
+    uintptr_t tail_page = s->start_page + pages;
+    hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    if (s->direct) {
+        /* Unregistered before unmapped, as in pc_free_span. */
+        pm_set_range(tail_page, cut, NULL);
+        s->page_count = pages;
+        totals.direct_pages -= cut;
+        hc_lock_release(&pc_lock);
+        os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
+        return 0;
+    }
+    hc_span *tail = span_new(tail_page, cut);
+    if (tail == NULL) {
+        hc_lock_release(&pc_lock);
+        return -1;
+    }
+    s->page_count = pages;
+    totals.large_pages -= cut;
+    /* The tail's inner page-map entries still name s, which no longer covers
+     * them: readers treat them as stale (page_cache.h). */
+    free_span_merge_insert(tail);
+    hc_lock_release(&pc_lock);
+    return 0;
+}
+
 /* ---- Accounting and checking ------------------------------------------------------ */
 
 static size_t largest_free_locked(void) {
-    size_t largest = 0;
-    for (hc_span *s = free_lists[0].next; s != &free_lists[0]; s = s->next)
-        if (s->page_count > largest) largest = s->page_count;
-    for (size_t n = PC_MAX_LIST_PAGES; largest == 0 && n > 0; n--)
-        if (!span_list_empty(&free_lists[n])) largest = n;
-    return largest;
+    if (long_spans != NULL) {
+        hc_span *s = long_spans;
+        while (s->right != NULL) s = s->right;
+        return s->page_count;
+    }
+    for (size_t n = PC_MAX_LIST_PAGES; n > 0; n--)
+        if (!span_list_empty(&free_lists[n])) return n;
+    return 0;
 }
 
 void pc_get_census(pc_census *out) {
@@ -370,24 +519,54 @@ void pc_get_census(pc_census *out) {
     hc_lock_release(&pc_lock);
 }
 
+/* What the check counts while it walks the free spans. */
+typedef struct free_tally {
+    size_t spans, pages;
+} free_tally;
+
+/* What must hold for every free span, on a list or in the tree. */
+static const char *check_free_span(const hc_span *s, free_tally *tally) {
+    if (s->state != SPAN_FREE) return "a span on a free list is not SPAN_FREE";
+    if (pm_lookup(s->start_page) != s) return "a free span's first page does not map to it";
+    if (pm_lookup(span_end_page(s) - 1) != s) return "a free span's last page does not map to it";
+    if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
+    if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
+    tally->spans++;
+    tally->pages += s->page_count;
+    return NULL;
+}
+
+/* The subtree `t`: keys strictly between those of lo and hi (NULL: no
+ * bound), priorities at most its parent's, only long spans. */
+static const char *check_tree(const hc_span *t, const hc_span *lo, const hc_span *hi,
+                              free_tally *tally) {
+    if (t == NULL) return NULL;
+    if (!is_long(t->page_count)) return "a short span is in the long-span tree";
+    if ((lo != NULL && !key_less(lo, t)) || (hi != NULL && !key_less(t, hi)))
+        return "the long-span tree is out of (length, address) order";
+    if ((t->left != NULL && priority(t->left) > priority(t)) ||
+        (t->right != NULL && priority(t->right) > priority(t)))
+        return "the long-span tree is not a heap by priority";
+    const char *broken = check_free_span(t, tally);
+    if (broken == NULL) broken = check_tree(t->left, lo, t, tally);
+    if (broken == NULL) broken = check_tree(t->right, t, hi, tally);
+    return broken;
+}
+
 static const char *check_locked(void) {
-    size_t spans = 0, pages = 0;
-    for (size_t n = 0; n <= PC_MAX_LIST_PAGES; n++) {
+    free_tally tally = {0, 0};
+    for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++) {
         for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next) {
-            if (s->state != SPAN_FREE) return "a span on a free list is not SPAN_FREE";
-            if (n != 0 && s->page_count != n) return "a span is on the list of another length";
-            if (n == 0 && s->page_count <= PC_MAX_LIST_PAGES) return "a short span is on the long list";
+            if (s->page_count != n) return "a span is on the list of another length";
             if (s->next->prev != s) return "a free list's links are broken";
-            if (pm_lookup(s->start_page) != s) return "a free span's first page does not map to it";
-            if (pm_lookup(span_end_page(s) - 1) != s) return "a free span's last page does not map to it";
-            if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
-            if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
-            spans++;
-            pages += s->page_count;
+            const char *broken = check_free_span(s, &tally);
+            if (broken != NULL) return broken;
         }
     }
-    if (spans != totals.free_spans) return "free span count does not match the lists";
-    if (pages != totals.free_pages) return "free page count does not match the lists";
+    const char *broken = check_tree(long_spans, NULL, NULL, &tally);
+    if (broken != NULL) return broken;
+    if (tally.spans != totals.free_spans) return "free span count does not match the lists";
+    if (tally.pages != totals.free_pages) return "free page count does not match the lists";
     if (totals.free_pages + totals.small_pages + totals.large_pages != totals.heap_pages)
         return "free + in-use pages != heap pages";
     return NULL;
@@ -410,20 +589,14 @@ void pc_collect_stats(hc_stats *out) {
 
 /* ---- Walking the heap --------------------------------------------------------------- */
 
-/* Visits the spans in address order by walking the page map's nodes: an
- * absent mid node or leaf skips its whole range; from a span's first page
+/* Visits the spans in address order by walking the page map's leaves: an
+ * absent leaf skips its whole range; from a span's first page
  * the walk jumps to its end, so entries inside a free span (maybe stale)
  * are never read. An entry counts only if its record starts at that page. */
 void pc_visit_spans(pc_span_visitor visit, void *arg) {
-    const uintptr_t mid_span = (uintptr_t)1 << (PM_MID_BITS + PM_LEAF_BITS); /* pages per mid node */
     hc_lock_acquire(&pc_lock);
     for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
-        pm_mid *mid = pm_root[page >> (PM_MID_BITS + PM_LEAF_BITS)];
-        if (mid == NULL) {
-            page = (page | (mid_span - 1)) + 1;
-            continue;
-        }
-        pm_leaf *leaf = mid->leaves[(page >> PM_LEAF_BITS) & (PM_MID_ENTRIES - 1)];
+        pm_leaf *leaf = pm_leaf_of(page);
         if (leaf == NULL) {
             page = (page | (PM_LEAF_ENTRIES - 1)) + 1;
             continue;

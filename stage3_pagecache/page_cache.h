@@ -1,9 +1,10 @@
 /* stage3_pagecache/page_cache.h — layer 3: free spans, split and merged.
  *
  * The page cache owns every page of the heap that is not in use. It keeps
- * free spans on lists by length (one list per length 1..PC_MAX_LIST_PAGES,
- * one more for everything longer) and answers a request for n pages with,
- * in order of preference:
+ * free spans by length (one list per length 1..PC_MAX_LIST_PAGES, and a
+ * balanced search tree ordered by (length, address) for everything longer,
+ * so a best fit costs O(log n) however many long spans are free) and
+ * answers a request for n pages with, in order of preference:
  *   1. a free span of exactly n pages;
  *   2. the shortest longer span, split: the front n pages go out, the
  *      remainder becomes a free span of its own, on its list and in the page
@@ -39,8 +40,8 @@
 #include "stage3_pagecache/page_map.h"
 #include "stage3_pagecache/span.h"
 
-/* Exact-length lists for 1..128 pages (up to 1 MiB); longer spans share one
- * list searched for the best fit. Most requests (small-object spans are 1-32
+/* Exact-length lists for 1..128 pages (up to 1 MiB); longer spans are in
+ * the tree, searched for the best fit. Most requests (small-object spans are 1-32
  * pages) hit an exact list in O(1). */
 #define PC_MAX_LIST_PAGES 128
 
@@ -69,6 +70,17 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages);
 /* Gives an in-use span back: it merges with its free neighbours, or, if it
  * was mapped directly, goes back to the OS. */
 void pc_free_span(hc_span *span);
+
+/* realloc of a large block without moving it. pc_grow_span_in_place makes
+ * SPAN_LARGE span `s` `pages` pages long (more than now) by taking the front
+ * of the free span right after it: 0, or -1 with nothing changed when those
+ * pages are not free (or `s` is mapped directly). pc_shrink_span_in_place
+ * makes it `pages` pages long (fewer than now, at least one): the tail goes
+ * back to the page cache, merging, or to the OS for a direct mapping, so a
+ * shrink never needs memory the copy would: 0, or -1 with nothing changed
+ * if no span record could be had. The caller owns `s` (an in-use block). */
+int pc_grow_span_in_place(hc_span *s, size_t pages);
+int pc_shrink_span_in_place(hc_span *s, size_t pages);
 
 /* The in-use span that covers address p, or NULL when p is in no span the
  * allocator has handed out (not ours, or inside a free span). Lock-free:

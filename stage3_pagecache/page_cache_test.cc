@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <thread>
 #include <vector>
@@ -274,20 +275,114 @@ TEST(PageCache, PageMapCostForAOneGiBHeap) {
     pm_get_usage(&after);
     pc_census c = Census();
     const size_t leaves = after.leaf_nodes - before.leaf_nodes;
-    std::printf("page map for a 1 GiB heap (%zu regions): +%zu mid, +%zu leaf nodes, %zu KiB "
+    std::printf("page map for a 1 GiB heap (%zu regions): +%zu leaves, %zu KiB mapped "
                 "(+ %zu KiB static root); %zu KiB in total for %zu heap pages\n",
-                c.regions, after.mid_nodes - before.mid_nodes, leaves,
-                (after.mapped_bytes - before.mapped_bytes) >> 10, (PM_ROOT_ENTRIES * sizeof(void *)) >> 10,
-                after.mapped_bytes >> 10, c.heap_pages);
-    // One leaf per 32 MiB of heap, plus one partial leaf at each end of a
-    // region (and a few left from the direct mappings of other tests).
+                c.regions, leaves, (after.mapped_bytes - before.mapped_bytes) >> 10,
+                (PM_ROOT_ENTRIES * sizeof(void *)) >> 10, after.mapped_bytes >> 10, c.heap_pages);
+    // One leaf per GiB of address space the heap touches, plus one partial
+    // leaf at each end of a region (and a few left from the direct mappings
+    // of other tests).
     EXPECT_LE(after.leaf_nodes, c.heap_pages / PM_LEAF_ENTRIES + 2 * c.regions + 4);
-    EXPECT_LE(after.mid_nodes, 2u) << "the heap sits within one or two 64 GiB windows";
     for (hc_span *s : spans) pc_free_span(s);
     c = Census();
     EXPECT_EQ(c.free_pages, c.heap_pages);
     EXPECT_LE(c.free_spans, c.regions);
     EXPECT_GE(c.largest_free_pages, gib_pages / 8) << "growth by a quarter keeps regions long";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// 10,000 long free spans (longer than the exact-length lists), each after a
+// one-page span in use so none can merge with the next: every request still
+// gets the shortest long-enough span, lowest address first, and the tree's
+// invariants hold (pc_check walks it: order by (length, address), heap by
+// priority).
+TEST(PageCache, TenThousandLongFreeSpansStillGiveTheBestFit) {
+    const int kSpans = 10000;
+    std::mt19937 rng(7);
+    std::vector<hc_span *> fences;
+    for (int i = 0; i < kSpans; i++) {
+        hc_span *s = pc_alloc_span(1 + PC_MAX_LIST_PAGES + 1 + rng() % 64, 0);
+        ASSERT_NE(s, nullptr);
+        fences.push_back(s);
+    }
+    // Each keeps its first page: the tail it gives back is a long free span
+    // (merged with any free pages after it, which the page map tells).
+    std::map<std::pair<size_t, uintptr_t>, bool> free_by_key;  // (pages, start page)
+    for (hc_span *f : fences) ASSERT_EQ(pc_shrink_span_in_place(f, 1), 0);
+    for (hc_span *f : fences) {
+        hc_span *tail = pm_lookup(f->start_page + 1);
+        ASSERT_TRUE(tail != nullptr && tail->state == SPAN_FREE);
+        free_by_key[{tail->page_count, tail->start_page}] = true;
+    }
+    pc_census c = Census();
+    EXPECT_GE(c.free_spans, (size_t)kSpans);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    for (int i = 0; i < 2000; i++) {
+        size_t want = PC_MAX_LIST_PAGES + 1 + rng() % 64;
+        auto best = free_by_key.lower_bound({want, 0});
+        ASSERT_NE(best, free_by_key.end());
+        hc_span *got = pc_alloc_span(want, 0);
+        ASSERT_NE(got, nullptr);
+        ASSERT_EQ(got->start_page, best->first.second)
+            << "request of " << want << " pages: the best fit is " << best->first.first
+            << " pages at page " << best->first.second;
+        pc_free_span(got);  // merges with its own remainder: the same free span again
+    }
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    EXPECT_EQ(Census().free_spans, c.free_spans) << "every span came back whole";
+    for (hc_span *f : fences) pc_free_span(f);
+    c = Census();
+    EXPECT_EQ(c.free_pages, c.heap_pages);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// realloc's page-cache side: a large span shrinks by giving its tail back,
+// and grows into the free pages right after it, keeping its start.
+TEST(PageCache, LargeSpansGrowAndShrinkInPlace) {
+    hc_span *a = pc_alloc_span(1000, 0);
+    ASSERT_NE(a, nullptr);
+    ASSERT_EQ(pc_shrink_span_in_place(a, 400), 0);  // at least 600 free pages follow
+    const uintptr_t start = a->start_page;
+    pc_census before = Census();
+    ASSERT_EQ(pc_shrink_span_in_place(a, 100), 0);
+    EXPECT_EQ(a->page_count, 100u);
+    pc_census after = Census();
+    EXPECT_EQ(after.large_pages, before.large_pages - 300);
+    EXPECT_EQ(after.free_pages, before.free_pages + 300);
+    EXPECT_EQ(pc_span_of(reinterpret_cast<void *>((start + 150) << HC_PAGE_SHIFT)), nullptr)
+        << "the tail is no longer the block's";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+
+    ASSERT_EQ(pc_grow_span_in_place(a, 250), 0) << "the tail it gave back is free";
+    EXPECT_EQ(a->start_page, start);
+    EXPECT_EQ(a->page_count, 250u);
+    EXPECT_EQ(pc_span_of(reinterpret_cast<void *>((start + 249) << HC_PAGE_SHIFT)), a);
+    EXPECT_EQ(Census().large_pages, before.large_pages - 150);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    // Past its first length, where it never was (when the page cache left
+    // those pages free): only a real page-map update makes them a's.
+    if (pc_grow_span_in_place(a, 1100) == 0)
+        EXPECT_EQ(pc_span_of(reinterpret_cast<void *>((start + 1099) << HC_PAGE_SHIFT)), a);
+    else
+        EXPECT_EQ(a->page_count, 250u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    ASSERT_EQ(pc_shrink_span_in_place(a, 250), 0);
+
+    // The pages after it in use: no growth, nothing changed.
+    hc_span *b = pc_alloc_span(100, 0);
+    ASSERT_NE(b, nullptr);
+    hc_span *next = pc_span_of(reinterpret_cast<void *>((start + 250) << HC_PAGE_SHIFT));
+    if (next != nullptr) {
+        EXPECT_EQ(pc_grow_span_in_place(a, 251), -1);
+        EXPECT_EQ(a->page_count, 250u);
+    }
+    EXPECT_EQ(pc_grow_span_in_place(a, PC_MAX_PAGES), -1) << "no free span is that long";
+    EXPECT_EQ(a->page_count, 250u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    pc_free_span(b);
+    pc_free_span(a);
+    pc_census c = Census();
+    EXPECT_EQ(c.free_pages, c.heap_pages);
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 

@@ -1,8 +1,10 @@
 /* stage3_pagecache/page_map.c — layer 3: the radix tree's writers.
  *
- * Only the page cache calls these, with its lock held, so writers never race
- * each other; readers (pm_lookup, inline in page_map.h) take no lock, which
- * is why every store that a reader may see is a release store.
+ * The page cache calls the span-pointer writers with its lock held, so they
+ * never race each other; the class writer is called by a span's owner for
+ * that span's pages only. Readers (pm_lookup, pm_class_of, inline in
+ * page_map.h) take no lock, which is why every store that a reader may see
+ * is an atomic store (release where the reader then reads through it).
  * May touch: the tree's nodes, common/os.h, common/pool.h (accounting). */
 #include "stage3_pagecache/page_map.h"
 
@@ -11,24 +13,23 @@
 #include "common/os.h"
 #include "common/pool.h"
 
-pm_mid *pm_root[PM_ROOT_ENTRIES];
+pm_leaf *pm_root[PM_ROOT_ENTRIES];
+uintptr_t pm_align_mask[HC_NUM_CLASSES];
 
 /* Read by pm_get_usage from any thread, written under the page cache lock. */
-static size_t pm_mid_nodes;
 static size_t pm_leaf_nodes;
 
-HC_INLINE size_t pm_root_index(uintptr_t page) { return page >> (PM_MID_BITS + PM_LEAF_BITS); }
-HC_INLINE size_t pm_mid_index(uintptr_t page) { return (page >> PM_LEAF_BITS) & (PM_MID_ENTRIES - 1); }
+HC_INLINE size_t pm_root_index(uintptr_t page) { return page >> PM_LEAF_BITS; }
 HC_INLINE size_t pm_leaf_index(uintptr_t page) { return page & (PM_LEAF_ENTRIES - 1); }
 
-/* A zeroed node of `bytes`, counted as metadata. */
-static void *pm_new_node(size_t bytes, size_t *counter) {
-    void *node = os_map(bytes);
-    if (node == NULL)
+/* A zeroed leaf, counted as metadata. */
+static pm_leaf *pm_new_leaf(void) {
+    pm_leaf *leaf = os_map(sizeof(pm_leaf));
+    if (leaf == NULL)
         return NULL;
-    pool_account_metadata(bytes);
-    __atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
-    return node;
+    pool_account_metadata(sizeof(pm_leaf));
+    __atomic_store_n(&pm_leaf_nodes, pm_leaf_nodes + 1, __ATOMIC_RELAXED);
+    return leaf;
 }
 
 int pm_ensure(uintptr_t first, size_t count) {
@@ -41,29 +42,21 @@ int pm_ensure(uintptr_t first, size_t count) {
     }
     uintptr_t last = first + count - 1;
     /* One step per leaf the range touches: a leaf covers PM_LEAF_ENTRIES pages. */
-    for (uintptr_t page = first & ~(uintptr_t)(PM_LEAF_ENTRIES - 1); page <= last;
-         page += PM_LEAF_ENTRIES) {
-        pm_mid *mid = pm_root[pm_root_index(page)];
-        if (mid == NULL) {
-            mid = pm_new_node(sizeof(pm_mid), &pm_mid_nodes);
-            if (mid == NULL)
-                return -1;
-            /* Publish only a complete node (release pairs with pm_lookup's acquire). */
-            __atomic_store_n(&pm_root[pm_root_index(page)], mid, __ATOMIC_RELEASE);
-        }
-        if (mid->leaves[pm_mid_index(page)] == NULL) {
-            pm_leaf *leaf = pm_new_node(sizeof(pm_leaf), &pm_leaf_nodes);
-            if (leaf == NULL)
-                return -1;
-            __atomic_store_n(&mid->leaves[pm_mid_index(page)], leaf, __ATOMIC_RELEASE);
-        }
+    for (size_t i = pm_root_index(first); i <= pm_root_index(last); i++) {
+        if (pm_root[i] != NULL)
+            continue;
+        pm_leaf *leaf = pm_new_leaf();
+        if (leaf == NULL)
+            return -1;
+        /* Publish only a complete leaf (release pairs with pm_leaf_of's acquire). */
+        __atomic_store_n(&pm_root[i], leaf, __ATOMIC_RELEASE);
     }
     return 0;
     /* LAB END: page_map_insert */
 }
 
 void pm_set(uintptr_t page, hc_span *span) {
-    pm_leaf *leaf = pm_root[pm_root_index(page)]->leaves[pm_mid_index(page)];
+    pm_leaf *leaf = pm_root[pm_root_index(page)];
     /* Release: a reader that finds the span also finds the span's fields as
      * the page cache wrote them before registering it. */
     __atomic_store_n(&leaf->spans[pm_leaf_index(page)], span, __ATOMIC_RELEASE);
@@ -72,8 +65,8 @@ void pm_set(uintptr_t page, hc_span *span) {
 void pm_set_range(uintptr_t first, size_t count, hc_span *span) {
     uintptr_t page = first, end = first + count;
     while (page < end) {
-        /* Walk the tree once per leaf, not once per page. */
-        pm_leaf *leaf = pm_root[pm_root_index(page)]->leaves[pm_mid_index(page)];
+        /* Find the leaf once per leaf, not once per page. */
+        pm_leaf *leaf = pm_root[pm_root_index(page)];
         uintptr_t leaf_end = (page | (PM_LEAF_ENTRIES - 1)) + 1;
         if (leaf_end > end)
             leaf_end = end;
@@ -82,8 +75,29 @@ void pm_set_range(uintptr_t first, size_t count, hc_span *span) {
     }
 }
 
+/* The largest power of two dividing `size`, at most a page, minus one. */
+static uintptr_t align_mask_of(size_t size) {
+    size_t align = size & -size;
+    return (align < HC_PAGE_SIZE ? align : HC_PAGE_SIZE) - 1;
+}
+
+void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
+    if (cls != 0) /* the same value every time: a relaxed store is enough */
+        __atomic_store_n(&pm_align_mask[cls], align_mask_of(sc_size(cls)), __ATOMIC_RELAXED);
+    uintptr_t page = first, end = first + count;
+    while (page < end) {
+        pm_leaf *leaf = __atomic_load_n(&pm_root[pm_root_index(page)], __ATOMIC_ACQUIRE);
+        uintptr_t leaf_end = (page | (PM_LEAF_ENTRIES - 1)) + 1;
+        if (leaf_end > end)
+            leaf_end = end;
+        /* Relaxed: the object hand-out that follows (under a bucket lock)
+         * orders this store before any free that reads it. */
+        for (; page < leaf_end; page++)
+            __atomic_store_n(&leaf->classes[pm_leaf_index(page)], (uint8_t)cls, __ATOMIC_RELAXED);
+    }
+}
+
 void pm_get_usage(pm_usage *out) {
-    out->mid_nodes = __atomic_load_n(&pm_mid_nodes, __ATOMIC_RELAXED);
     out->leaf_nodes = __atomic_load_n(&pm_leaf_nodes, __ATOMIC_RELAXED);
-    out->mapped_bytes = out->mid_nodes * sizeof(pm_mid) + out->leaf_nodes * sizeof(pm_leaf);
+    out->mapped_bytes = out->leaf_nodes * sizeof(pm_leaf);
 }

@@ -1,30 +1,49 @@
-/* stage3_pagecache/page_map.h — layer 3: page id -> span, for any address.
+/* stage3_pagecache/page_map.h — layer 3: page id -> span and size class, for any address.
  *
- * hc_free(p) gets no size, so the allocator must find p's span from p alone.
- * The page map answers that for every page of the x86-64 user address space
- * (47 bits; with 8 KiB pages a page id has 47 - 13 = 34 bits) with a radix
- * tree of three fixed levels:
+ * hc_free(p) gets no size, so the allocator must find p's size class from p
+ * alone. The page map answers that for every page of the x86-64 user
+ * address space (47 bits; with 8 KiB pages a page id has 47 - 13 = 34 bits)
+ * with a radix tree of two fixed levels:
  *
- *     page id (34 bits) = | root 11 | mid 11 | leaf 12 |
+ *     page id (34 bits) = | root 17 | leaf 17 |
  *
- *   root: 2^11 pointers to mid nodes, a static array (16 KiB of .bss)
- *   mid:  2^11 pointers to leaves (16 KiB), one per 64 GiB of address space
- *   leaf: 2^12 span pointers (32 KiB), one per 32 MiB of address space
+ *   root: 2^17 pointers to leaves, a static array (1 MiB of .bss: virtual
+ *         memory; only the 4 KiB pages of it that are used become resident,
+ *         one for a heap within 512 GiB of address space)
+ *   leaf: per page of 1 GiB of address space, a span pointer (8 bytes) and
+ *         a size class (1 byte): 1.125 MiB of mapping per leaf, of which only
+ *         the pages written become resident (one 4 KiB page of pointers per
+ *         4 MiB of heap, one of classes per 32 MiB)
  *
- * A lookup is three dependent loads, always: O(1), no hashing, no probing,
- * no lock. Mid nodes and leaves are mapped from the OS only when a region of
- * the heap first needs them (pm_ensure), so a 1 GiB heap costs about 33
- * leaves + 1 mid node = 1.03 MiB (1/1024 of the heap: one 8-byte pointer per
- * 8 KiB page), not the 2^34 * 8 = 128 GiB a flat array would.
+ * A lookup is two dependent loads, always: O(1), no hashing, no probing, no
+ * lock. Leaves are mapped from the OS only when a region of the heap first
+ * needs them (pm_ensure). Resident cost: 9 bytes per 8 KiB page of heap
+ * (about 1/900 of it); mapped (what hc_stats.metadata_bytes counts): 1.125
+ * MiB per GiB of address space the heap touches. (Three levels of 11/11/12
+ * bits, which stages before this one used, map only 48 KiB per 32 MiB but
+ * cost a third dependent load on every free.)
  *
- * Concurrency: writers (pm_ensure, pm_set) are serialised by the caller, the
- * page cache's lock. Readers take no lock. That is safe because
- *   - a node is fully built (zeroed by mmap) before a release store publishes
- *     its pointer, and readers load pointers with acquire, so a reader that
- *     sees a node sees its contents;
- *   - nodes are never freed or moved, so a pointer a reader holds stays valid;
- *   - each entry is one aligned pointer, written and read atomically, so a
- *     reader sees the old span or the new one, never half of each;
+ * The class array is what hc_free reads. It holds, for every page of a span
+ * carved into objects (SPAN_SMALL), that span's size class, and 0 for every
+ * other page (free, large, never ours). So free(p) learns p's class from the
+ * page map alone, without reading the span record -- a cache line that the
+ * central cache writes whenever objects move between spans and buckets, and
+ * that would otherwise bounce between the freeing thread and the bucket's.
+ * tcmalloc keeps its size class per page the same way.
+ *
+ * Concurrency: span-pointer writers (pm_ensure, pm_set, pm_set_range) are
+ * serialised by the caller, the page cache's lock. The class of a span's
+ * pages is written by the span's owner, the central bucket, after it gets
+ * the span and before any object of it is handed out, and cleared before the
+ * span goes back (pm_set_class_range); different spans own different bytes,
+ * and one byte is one memory location, so owners never race. Readers take
+ * no lock. That is safe because
+ *   - a leaf is fully built (zeroed by mmap) before a release store publishes
+ *     its pointer, and readers load it with acquire, so a reader that sees a
+ *     leaf sees its contents;
+ *   - leaves are never freed or moved, so a pointer a reader holds stays valid;
+ *   - each entry is one aligned pointer or byte, written and read atomically,
+ *     so a reader sees the old value or the new one, never half of each;
  *   - a correct program reads only entries of pages it owns (it frees a
  *     pointer it got from hc_malloc), and those were written before the block
  *     was handed out, which happens-before the free.
@@ -42,23 +61,26 @@
 
 #define PM_ADDRESS_BITS 47
 #define PM_PAGE_ID_BITS (PM_ADDRESS_BITS - HC_PAGE_SHIFT) /* 34 */
-#define PM_LEAF_BITS    12
-#define PM_MID_BITS     11
-#define PM_ROOT_BITS    (PM_PAGE_ID_BITS - PM_MID_BITS - PM_LEAF_BITS) /* 11 */
+#define PM_LEAF_BITS    17
+#define PM_ROOT_BITS    (PM_PAGE_ID_BITS - PM_LEAF_BITS) /* 17 */
 #define PM_LEAF_ENTRIES ((size_t)1 << PM_LEAF_BITS)
-#define PM_MID_ENTRIES  ((size_t)1 << PM_MID_BITS)
 #define PM_ROOT_ENTRIES ((size_t)1 << PM_ROOT_BITS)
 #define PM_PAGE_ID_LIMIT ((uintptr_t)1 << PM_PAGE_ID_BITS) /* one past the last page id */
 
 typedef struct pm_leaf {
     hc_span *spans[PM_LEAF_ENTRIES];
+    uint8_t classes[PM_LEAF_ENTRIES]; /* SPAN_SMALL pages: the span's class; else 0 */
 } pm_leaf;
 
-typedef struct pm_mid {
-    pm_leaf *leaves[PM_MID_ENTRIES];
-} pm_mid;
+extern pm_leaf *pm_root[PM_ROOT_ENTRIES];
 
-extern pm_mid *pm_root[PM_ROOT_ENTRIES];
+/* The leaf that holds `page`, or NULL (never mapped, or not a user page). */
+HC_INLINE pm_leaf *pm_leaf_of(uintptr_t page) {
+    uintptr_t root_index = page >> PM_LEAF_BITS;
+    if (HC_UNLIKELY(root_index >= PM_ROOT_ENTRIES)) /* page >= PM_PAGE_ID_LIMIT */
+        return NULL;
+    return __atomic_load_n(&pm_root[root_index], __ATOMIC_ACQUIRE);
+}
 
 /* The span registered for `page`, or NULL (never registered, or outside the
  * user address space). Entries inside a free span may be stale: a caller
@@ -66,18 +88,30 @@ extern pm_mid *pm_root[PM_ROOT_ENTRIES];
  * and is in use (see page_cache.h, pc_span_of). */
 HC_INLINE hc_span *pm_lookup(uintptr_t page) {
     /* LAB BEGIN: page_map_lookup */
-    if (HC_UNLIKELY(page >= PM_PAGE_ID_LIMIT))
-        return NULL;
-    pm_mid *mid = __atomic_load_n(&pm_root[page >> (PM_MID_BITS + PM_LEAF_BITS)], __ATOMIC_ACQUIRE);
-    if (HC_UNLIKELY(mid == NULL))
-        return NULL;
-    pm_leaf *leaf = __atomic_load_n(&mid->leaves[(page >> PM_LEAF_BITS) & (PM_MID_ENTRIES - 1)],
-                                    __ATOMIC_ACQUIRE);
+    pm_leaf *leaf = pm_leaf_of(page);
     if (HC_UNLIKELY(leaf == NULL))
         return NULL;
     return __atomic_load_n(&leaf->spans[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_ACQUIRE);
     /* LAB END: page_map_lookup */
 }
+
+/* The size class of the object at `p` if p's page belongs to a span carved
+ * into objects, else 0 (free, large, or not ours: NULL, stack, another
+ * allocator's heap, never mapped). Two loads; the span is not read. */
+HC_INLINE unsigned pm_class_of(const void *p) {
+    uintptr_t page = (uintptr_t)p >> HC_PAGE_SHIFT;
+    pm_leaf *leaf = pm_leaf_of(page);
+    if (HC_UNLIKELY(leaf == NULL))
+        return 0;
+    return __atomic_load_n(&leaf->classes[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED);
+}
+
+/* pm_align_mask[cls]: an object of class cls starts at a multiple of its
+ * size from a page boundary, so its address is a multiple of the largest
+ * power of two dividing the size (capped at a page): p & mask must be 0.
+ * One table load and a test: hc_free's interior-pointer check, which needs
+ * no span. Written for a class before any page gets that class. */
+extern uintptr_t pm_align_mask[HC_NUM_CLASSES];
 
 /* ---- Writers: the caller serialises them (the page cache's lock) ----------- */
 
@@ -92,12 +126,16 @@ int pm_ensure(uintptr_t first, size_t count);
 void pm_set(uintptr_t page, hc_span *span);
 void pm_set_range(uintptr_t first, size_t count, hc_span *span);
 
+/* Sets the class of pages [first, first + count) to `cls` (0 clears it).
+ * Called by the owner of a SPAN_SMALL span (its central bucket): after the
+ * page cache handed the span out, and before the span goes back. */
+void pm_set_class_range(uintptr_t first, size_t count, unsigned cls);
+
 /* ---- Accounting ------------------------------------------------------------- */
 
 typedef struct pm_usage {
-    size_t mid_nodes;
     size_t leaf_nodes;
-    size_t mapped_bytes; /* mid + leaf nodes (the root is static: PM_ROOT_ENTRIES * 8) */
+    size_t mapped_bytes; /* leaves (the root is static: PM_ROOT_ENTRIES * 8 of .bss) */
 } pm_usage;
 
 void pm_get_usage(pm_usage *out);

@@ -19,14 +19,13 @@ extern "C" {
 namespace {
 
 constexpr uintptr_t kLastPage = PM_PAGE_ID_LIMIT - 1;
-constexpr uintptr_t kPagesPerMid = (uintptr_t)1 << (PM_MID_BITS + PM_LEAF_BITS);
+constexpr uintptr_t kPagesPerLeaf = PM_LEAF_ENTRIES;
 
 hc_span fake_spans[64];
 
 TEST(PageMap, BitSplitCoversThe47BitAddressSpace) {
-    EXPECT_EQ(PM_ROOT_BITS + PM_MID_BITS + PM_LEAF_BITS, 47 - HC_PAGE_SHIFT);
-    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * sizeof(void *));
-    EXPECT_EQ(sizeof(pm_mid), PM_MID_ENTRIES * sizeof(void *));
+    EXPECT_EQ(PM_ROOT_BITS + PM_LEAF_BITS, 47 - HC_PAGE_SHIFT);
+    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + 1)) << "a span pointer and a class per page";
     // The highest user address (just under 2^47) has the last page id.
     EXPECT_EQ(span_page_of(reinterpret_cast<void *>(((uintptr_t)1 << 47) - 1)), kLastPage);
 }
@@ -55,14 +54,14 @@ TEST(PageMap, FirstAndLastPageOfTheAddressSpace) {
 }
 
 TEST(PageMap, SparseIdsFarApartEachGetTheirOwnNodes) {
-    // Ids in different root slots, different mid slots, and two in one leaf.
+    // Ids in different root slots, and two in one leaf.
     const uintptr_t ids[] = {
-        3 * kPagesPerMid + 7,
-        3 * kPagesPerMid + 7 + PM_LEAF_ENTRIES,     // same mid node, next leaf
-        3 * kPagesPerMid + 9,                       // same leaf as the first
-        100 * kPagesPerMid + 123456,
+        3 * kPagesPerLeaf + 7,
+        4 * kPagesPerLeaf + 7,                      // the next leaf
+        3 * kPagesPerLeaf + 9,                      // same leaf as the first
+        100 * kPagesPerLeaf + 123456,
         (uintptr_t)1 << 33,
-        kLastPage - 5 * kPagesPerMid,
+        kLastPage - 5 * kPagesPerLeaf,
     };
     pm_usage before, after;
     pm_get_usage(&before);
@@ -76,17 +75,16 @@ TEST(PageMap, SparseIdsFarApartEachGetTheirOwnNodes) {
         EXPECT_EQ(pm_lookup(ids[i] + 1), nullptr) << "neighbour of " << i;
     }
     pm_get_usage(&after);
-    // 4 root slots newly used -> 4 mid nodes; leaves: 5 (ids 0 and 2 share one).
-    EXPECT_EQ(after.mid_nodes - before.mid_nodes, 4u);
+    // 5 leaves: ids 0 and 2 share one.
     EXPECT_EQ(after.leaf_nodes - before.leaf_nodes, 5u);
-    EXPECT_EQ(after.mapped_bytes - before.mapped_bytes, 4 * sizeof(pm_mid) + 5 * sizeof(pm_leaf));
+    EXPECT_EQ(after.mapped_bytes - before.mapped_bytes, 5 * sizeof(pm_leaf));
     EXPECT_EQ(pool_mapped_bytes() - metadata_before, after.mapped_bytes - before.mapped_bytes)
         << "the nodes count as metadata";
     for (uintptr_t id : ids) pm_set(id, nullptr);
 }
 
 TEST(PageMap, RangesCrossLeafBoundaries) {
-    const uintptr_t first = 7 * kPagesPerMid + PM_LEAF_ENTRIES - 10;
+    const uintptr_t first = 7 * kPagesPerLeaf + PM_LEAF_ENTRIES - 10;
     const size_t count = 2 * PM_LEAF_ENTRIES + 20;  // touches 4 leaves
     pm_usage before, after;
     pm_get_usage(&before);
@@ -104,6 +102,53 @@ TEST(PageMap, RangesCrossLeafBoundaries) {
     for (uintptr_t p = first; p < first + count; p++) ASSERT_EQ(pm_lookup(p), nullptr) << p;
 }
 
+// The class of a page is what hc_free reads: set for a run of pages across
+// a leaf boundary, it is exactly there, the span pointers are untouched, and
+// clearing it makes every page read 0 again.
+TEST(PageMap, ClassesOfARunOfPagesAcrossALeafBoundary) {
+    const uintptr_t first = 11 * kPagesPerLeaf - 3;
+    const size_t count = 6;
+    ASSERT_EQ(pm_ensure(first - 1, count + 2), 0);
+    pm_set_range(first, count, &fake_spans[12]);
+    const unsigned cls = sc_index(48);
+    pm_set_class_range(first, count, cls);
+    auto addr = [](uintptr_t page, uintptr_t offset) {
+        return reinterpret_cast<void *>((page << HC_PAGE_SHIFT) + offset);
+    };
+    EXPECT_EQ(pm_class_of(addr(first - 1, 0)), 0u) << "the page before";
+    EXPECT_EQ(pm_class_of(addr(first + count, 0)), 0u) << "the page after";
+    for (uintptr_t p = first; p < first + count; p++) {
+        EXPECT_EQ(pm_class_of(addr(p, 0)), cls) << p;
+        EXPECT_EQ(pm_class_of(addr(p, HC_PAGE_SIZE - 1)), cls) << "any address in the page";
+        EXPECT_EQ(pm_lookup(p), &fake_spans[12]) << "the span pointer is untouched";
+    }
+    EXPECT_EQ(pm_align_mask[cls], 15u) << "48 = 16 x 3: objects start at multiples of 16";
+    pm_set_class_range(first, count, 0);
+    for (uintptr_t p = first; p < first + count; p++) EXPECT_EQ(pm_class_of(addr(p, 0)), 0u) << p;
+    pm_set_range(first, count, nullptr);
+}
+
+TEST(PageMap, ClassOfAnAddressOutsideTheMapIsZero) {
+    EXPECT_EQ(pm_class_of(nullptr), 0u);
+    EXPECT_EQ(pm_class_of(reinterpret_cast<void *>(0xffff800000001000ull)), 0u) << "a kernel address";
+    EXPECT_EQ(pm_class_of(reinterpret_cast<void *>(UINTPTR_MAX)), 0u);
+    EXPECT_EQ(pm_class_of(reinterpret_cast<void *>(uintptr_t{1500} << 30)), 0u) << "no leaf there";
+}
+
+TEST(PageMap, AlignMasksFollowTheClassSizes) {
+    const uintptr_t page = 13 * kPagesPerLeaf;
+    ASSERT_EQ(pm_ensure(page, 1), 0);
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        pm_set_class_range(page, 1, cls);
+        size_t size = sc_size(cls);
+        size_t align = size & -size;
+        if (align > HC_PAGE_SIZE) align = HC_PAGE_SIZE;
+        EXPECT_EQ(pm_align_mask[cls], align - 1) << "class " << cls << ", " << size << " B";
+        EXPECT_EQ((size * 3) & pm_align_mask[cls], 0u) << "object starts pass";
+    }
+    pm_set_class_range(page, 1, 0);
+}
+
 TEST(PageMap, EnsureOutsideUserSpaceOrWhenTheOsRefusesIsENOMEM) {
     errno = 0;
     EXPECT_EQ(pm_ensure(kLastPage, 2), -1);
@@ -112,7 +157,7 @@ TEST(PageMap, EnsureOutsideUserSpaceOrWhenTheOsRefusesIsENOMEM) {
     EXPECT_EQ(pm_ensure(PM_PAGE_ID_LIMIT, 1), -1);
     EXPECT_EQ(errno, ENOMEM);
 
-    const uintptr_t fresh = 1500 * kPagesPerMid;  // a root slot no other test uses
+    const uintptr_t fresh = 1500 * kPagesPerLeaf;  // a root slot no other test uses
     os_fail_next_maps(1);
     errno = 0;
     EXPECT_EQ(pm_ensure(fresh, 1), -1);
@@ -124,17 +169,17 @@ TEST(PageMap, EnsureOutsideUserSpaceOrWhenTheOsRefusesIsENOMEM) {
     EXPECT_EQ(pm_lookup(fresh), &fake_spans[3]);
 }
 
-// One writer keeps extending the tree (new mid nodes and leaves) and
-// registering pages while readers look them up without a lock. A reader
-// must see, for a page the writer has announced, exactly its span; for any
-// other page, nothing or that span (never a torn or foreign value). Run under
+// One writer keeps extending the tree (new leaves) and registering pages and
+// their classes while readers look them up without a lock. A reader must
+// see, for a page the writer has announced, exactly its span and class; for
+// any other page, nothing or those (never a torn or foreign value). Run under
 // ThreadSanitizer by page_map_test_tsan.
 TEST(PageMap, ConcurrentReadersWhileAWriterExtendsTheTree) {
-    constexpr int kPages = 3000;
+    constexpr int kPages = 600;
     constexpr int kReaders = 3;
     std::vector<uintptr_t> ids(kPages);
-    for (int i = 0; i < kPages; i++)  // a new leaf each time, a new mid node every 16
-        ids[i] = (uintptr_t)(200 + i / 16) * kPagesPerMid + (uintptr_t)(i % 16) * PM_LEAF_ENTRIES * 3 + 17;
+    for (int i = 0; i < kPages; i++)  // a new leaf every 4 pages
+        ids[i] = (uintptr_t)(2000 + i / 4) * kPagesPerLeaf + (uintptr_t)(i % 4) * 4099 + 17;
     std::atomic<int> published{0};
     std::atomic<long> bad{0};
     std::atomic<bool> done{false};
@@ -152,12 +197,16 @@ TEST(PageMap, ConcurrentReadersWhileAWriterExtendsTheTree) {
                     hc_span *got = pm_lookup(ids[i]);
                     if (i < n ? got != want : (got != nullptr && got != want)) bad++;
                     if (pm_lookup(ids[i] + 1) != nullptr) bad++;  // never registered
+                    unsigned want_cls = 1 + i % (HC_NUM_CLASSES - 1);
+                    unsigned cls = pm_class_of(reinterpret_cast<void *>(ids[i] << HC_PAGE_SHIFT));
+                    if (i < n ? cls != want_cls : (cls != 0 && cls != want_cls)) bad++;
                 }
             }
         });
     for (int i = 0; i < kPages; i++) {
         ASSERT_EQ(pm_ensure(ids[i], 1), 0);
         pm_set(ids[i], &fake_spans[i % 64]);
+        pm_set_class_range(ids[i], 1, 1 + i % (HC_NUM_CLASSES - 1));
         published.store(i + 1, std::memory_order_release);
         if (i % 100 == 0) std::this_thread::yield();
     }

@@ -12,8 +12,10 @@
  * The page cache (its lock held) writes start_page, page_count, state and
  * the class geometry; the central bucket (its lock held) writes the object
  * list, objects_in_use and the list links while the span is SPAN_SMALL.
- * Readers without a lock (hc_free through the page map) read only fields
- * that cannot change while the pointer they free is out: a span cannot leave
+ * Readers without a lock (the central cache's object-to-span lookups,
+ * hc_usable_size, hc_realloc, and hc_free in a debug build; a release
+ * hc_free reads the page map's class byte instead) read only fields that
+ * cannot change while the pointer they hold is out: a span cannot leave
  * SPAN_SMALL while one of its objects is in use, nor SPAN_LARGE before its
  * block is freed. No bitfields: each field is its own memory location, so a
  * bucket writing one never races with a reader of another.
@@ -46,9 +48,21 @@ typedef enum span_state {
 
 typedef struct hc_span {
     /* The pool links free records through the first word: keep `state`
-     * elsewhere so that a dead record still reads as SPAN_DEAD. */
-    struct hc_span *next;
-    struct hc_span *prev;
+     * elsewhere so that a dead record still reads as SPAN_DEAD.
+     * A span is on at most one list or tree at a time, so the two links
+     * double as a tree node's children: a free span longer than the page
+     * cache's exact-length lists sits in its tree (page_cache.c), not on a
+     * list, and uses left/right instead of next/prev. */
+    union {
+        struct {
+            struct hc_span *next;
+            struct hc_span *prev;
+        };
+        struct {
+            struct hc_span *left;  /* SPAN_FREE, long: shorter (or same length, lower) */
+            struct hc_span *right; /* SPAN_FREE, long: longer (or same length, higher) */
+        };
+    };
     uintptr_t start_page;    /* address >> HC_PAGE_SHIFT */
     size_t page_count;
     uint8_t state;           /* span_state */

@@ -7,13 +7,15 @@
  * stage3_pagecache/layer_hooks.c):
  *   - the malloc slow path registers the fork handlers (fork.c), so every
  *     program linked with stage 4 is fork-safe;
- *   - hc_release_free_memory flushes the calling thread's cache and gives
+ *   - hc_release_free_memory flushes the calling thread's cache, gives what
+ *     the central cache keeps back to the page cache (as stage 3 does), and
  *     every free page of the page cache back to the OS (pc_release_all);
  *   - hc_get_stats is unchanged: stage 4's page cache fills released_bytes.
- * May touch: the thread cache (tc_flush_current), the page cache
- * (pc_release_all), fork.c. */
+ * May touch: the thread cache (tc_flush_current), the central cache
+ * (cc_release_cached), the page cache (pc_release_all), fork.c. */
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/layer_hooks.h"
+#include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/page_release.h"
 #include "stage4_reclaim/reclaim.h"
 
@@ -25,5 +27,6 @@ void hc_layer_release_free_memory(void) {
     /* The caller's cached objects first: the spans they pin may then go
      * back to the page cache, and out to the OS with the rest. */
     tc_flush_current();
+    cc_release_cached();
     pc_release_all();
 }

@@ -59,8 +59,10 @@ static void options_init(void) {
     size_t stats = 0;
     options.max_total_thread_cache_bytes = HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES;
     options.release_rate = HC_DEFAULT_RELEASE_RATE;
+    options.release_delay_ms = HC_DEFAULT_RELEASE_DELAY_MS;
     read_size("HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES", &options.max_total_thread_cache_bytes);
     read_size("HCMALLOC_RELEASE_RATE", &options.release_rate);
+    read_size("HCMALLOC_RELEASE_DELAY_MS", &options.release_delay_ms);
     read_size("HCMALLOC_STATS", &stats);
     options.print_stats_at_exit = stats != 0;
 }

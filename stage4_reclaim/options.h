@@ -6,8 +6,11 @@
  *
  *   HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES  budget for all thread caches
  *                                          together (default 32 MiB)
- *   HCMALLOC_RELEASE_RATE                  how eagerly free pages go back
- *                                          to the OS, 0 = never (default 1)
+ *   HCMALLOC_RELEASE_DELAY_MS              free pages unused this long go
+ *                                          back to the OS (default 1000)
+ *   HCMALLOC_RELEASE_RATE                  divides the delay: 0 = never
+ *                                          release, 1 = as set (default),
+ *                                          1024 and up = at once
  *   HCMALLOC_STATS                         1: print the stats report at exit
  *                                          (the drop-in library) */
 #ifndef HC_OPTIONS_H_
@@ -18,11 +21,13 @@
 typedef struct hc_options {
     size_t max_total_thread_cache_bytes;
     size_t release_rate;
+    size_t release_delay_ms;
     int print_stats_at_exit;
 } hc_options;
 
 #define HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES ((size_t)32 << 20)
 #define HC_DEFAULT_RELEASE_RATE 1
+#define HC_DEFAULT_RELEASE_DELAY_MS 1000
 
 /* The options, parsed on the first call. Thread-safe. */
 const hc_options *hc_get_options(void);

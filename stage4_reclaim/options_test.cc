@@ -33,19 +33,21 @@ TEST(Options, EachVariableChangesWhatItSays) {
     testing::FLAGS_gtest_death_test_style = "threadsafe";
     setenv("HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES", "3m", 1);
     setenv("HCMALLOC_RELEASE_RATE", "7", 1);
+    setenv("HCMALLOC_RELEASE_DELAY_MS", "250", 1);
     EXPECT_EXIT(
         {
             const hc_options *o = hc_get_options();
             tc_budget_stats b;
             tc_budget_snapshot(&b);
             _exit(o->max_total_thread_cache_bytes == (3u << 20) && b.budget_bytes == (3u << 20) &&
-                          o->release_rate == 7
+                          o->release_rate == 7 && o->release_delay_ms == 250
                       ? 0
                       : 1);
         },
         testing::ExitedWithCode(0), "");
     unsetenv("HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES");
     unsetenv("HCMALLOC_RELEASE_RATE");
+    unsetenv("HCMALLOC_RELEASE_DELAY_MS");
 }
 
 TEST(Options, AMalformedValueWarnsOnceAndIsIgnored) {

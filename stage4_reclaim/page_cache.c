@@ -7,25 +7,30 @@
  *     touch faults in a zero page. span->backed_pages bounds how many of a
  *     free span's pages may still be resident; the rest are released
  *     (totals.released_pages sums page_count - backed_pages);
- *   - on each free list spans with backed pages come first, fully released
- *     ones last, so a request reuses resident pages before it faults in
- *     released ones, and a list's head says whether it has anything to
- *     release;
- *   - release policy (HCMALLOC_RELEASE_RATE = R, 0 = never): every page
- *     freed into the page cache earns R credits; each time the credit
- *     reaches PC_RELEASE_CREDIT (1024), the free span with the most backed
- *     pages goes back to the OS -- but only while more than a reserve of
- *     32 MiB / R of free pages is still backed. R = 1 releases one span per
- *     8 MiB freed beyond a 32 MiB reserve, R = 1024 one per page freed
- *     beyond 32 KiB (in effect everything, at once). The reserve is what
- *     keeps a program that frees and reallocates big blocks in a loop from
- *     faulting every page back in each time (without it the bench's
- *     `large` workload ran 30-100x slower than stage 3's). The
- *     biggest first: the most memory per system call, and the span least
- *     likely to be asked for again soon (the size classes keep asking for
- *     short ones);
+ *   - on each exact-length list spans with backed pages come first, fully
+ *     released ones last, so a request reuses resident pages before it
+ *     faults in released ones (long spans are in the tree by length and
+ *     address: there a release changes no position);
+ *   - release policy over time: free pages go back once they have stayed
+ *     unused for a delay (HCMALLOC_RELEASE_DELAY_MS, default 1000 ms,
+ *     divided by HCMALLOC_RELEASE_RATE; rate 0 = never). No thread and no
+ *     timer: every page-cache call (span-sized work, under pc_lock) first
+ *     reads a coarse clock (CLOCK_MONOTONIC_COARSE: a few ns, no system
+ *     call) and then
+ *       * if no page-cache call came for a whole delay, nothing changed
+ *         since the last one: every backed free page has been idle that
+ *         long, and all of them go back (an idle program's RSS falls at
+ *         its next slow path);
+ *       * else, once per delay (a window), the fewest backed free pages seen
+ *         at any call in the window -- pages no request needed during the
+ *         whole window -- go back, the longest spans first (the most memory
+ *         per system call, and the spans least likely to be asked for soon).
+ *     A program that frees and reallocates the same amount in a loop keeps
+ *     its working set backed, whatever its block sizes, and makes at most a
+ *     few madvise calls per window (before, a byte-count credit released
+ *     spans the loop faulted straight back in);
  *   - pc_release_all (hc_release_free_memory) releases every free span that
- *     has backed pages;
+ *     has backed pages, now;
  *   - merging: backed_pages add up, so a span freed next to a released one
  *     merges at once, with no system call, and the merged span simply has
  *     some backed pages (which ones is not recorded: nothing needs to know,
@@ -38,10 +43,12 @@
  * madvise included: releasing is off every allocation path but this one.
  * May touch: span records (pool), the page map (as its only writer),
  * common/os.h for new regions, direct mappings and releases. */
+#define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE */
 #include "stage3_pagecache/page_cache.h"
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/lock.h"
 #include "common/os.h"
@@ -51,38 +58,36 @@
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/page_release.h"
 
-/* Credits (pages freed x HCMALLOC_RELEASE_RATE) that pay for one release. */
-#define PC_RELEASE_CREDIT 1024
-/* Free pages kept backed at rate 1 (32 MiB); at rate R, this / R. */
-#define PC_RELEASE_RESERVE_PAGES (((size_t)32 << 20) >> HC_PAGE_SHIFT)
-/* Credit beyond this is dropped: a long run of frees with nothing backed
- * left to release must not turn into a burst of releases much later. */
-#define PC_RELEASE_CREDIT_MAX (64 * PC_RELEASE_CREDIT)
-
 static hc_lock pc_lock = HC_LOCK_INITIALIZER;
 static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
 
 /* free_lists[n]: free spans of exactly n pages (1..PC_MAX_LIST_PAGES);
- * free_lists[0]: all longer ones. Sentinel heads, set up on first use. */
+ * free_lists[0] is unused. Sentinel heads, set up on first use. Longer spans
+ * are in long_spans, a tree (below). */
 static hc_span free_lists[PC_MAX_LIST_PAGES + 1];
 static int free_lists_ready;
+static hc_span *long_spans; /* root of the treap of long free spans */
 
 static pc_census totals; /* every field but largest_free_pages, kept current */
 
-static size_t release_rate;    /* HCMALLOC_RELEASE_RATE, read on first use */
-static size_t release_credit;  /* see the header comment */
-static size_t release_calls;   /* madvise calls made, for stats */
+/* The release policy (see the header comment). */
+static int release_enabled;          /* HCMALLOC_RELEASE_RATE != 0 */
+static uint64_t release_delay_ms;    /* idle this long, free pages go back */
+static uint64_t last_call_ms;        /* the previous page-cache call */
+static uint64_t window_start_ms;
+static size_t window_low_backed;     /* fewest backed free pages at a call since window_start_ms */
+static size_t release_calls;         /* madvise calls made, for stats */
 
-static hc_span *list_for(size_t pages) {
-    return &free_lists[pages <= PC_MAX_LIST_PAGES ? pages : 0];
-}
+static int is_long(size_t pages) { return pages > PC_MAX_LIST_PAGES; }
 
 static void lists_init_once(void) {
     if (HC_LIKELY(free_lists_ready))
         return;
     for (size_t i = 0; i <= PC_MAX_LIST_PAGES; i++)
         span_list_init(&free_lists[i]);
-    release_rate = hc_get_options()->release_rate; /* getenv: no malloc */
+    const hc_options *o = hc_get_options(); /* getenv: no malloc */
+    release_enabled = o->release_rate != 0;
+    release_delay_ms = release_enabled ? o->release_delay_ms / o->release_rate : 0;
     free_lists_ready = 1;
 }
 
@@ -104,31 +109,118 @@ static void span_dead(hc_span *s) {
     pool_free(&span_pool, s);
 }
 
+/* ---- Long free spans: a treap ordered by (length, start) -------------------------
+ * Best fit is the least key of at least (n, 0): one walk down, O(log n)
+ * expected for any number of long free spans (a list scan was O(n): with
+ * 10,000 of them every large malloc cost 10,000 steps). A treap is a binary
+ * search tree by key that is also a heap by a random priority, so its shape
+ * is that of a tree built in random order: expected depth O(log n), whatever
+ * the order of the keys. The priority is a hash of the start page (unique
+ * among free spans), so the node needs no field for it; the children are the
+ * list links (span.h). A span's key never changes while it is in the tree:
+ * merging and splitting take it out first. */
+
+static int key_less(const hc_span *a, const hc_span *b) {
+    return a->page_count < b->page_count ||
+           (a->page_count == b->page_count && a->start_page < b->start_page);
+}
+
+/* Fibonacci hashing: the product's high bits, which decide the comparison,
+ * are well mixed even for neighbouring start pages. */
+static uint64_t priority(const hc_span *s) {
+    return (uint64_t)s->start_page * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+static void tree_insert(hc_span *s) {
+    /* Down to the first node s outranks, then split that subtree by s's key
+     * into s's left (smaller keys) and right (larger) subtrees. */
+    hc_span **link = &long_spans;
+    while (*link != NULL && priority(*link) > priority(s))
+        link = key_less(s, *link) ? &(*link)->left : &(*link)->right;
+    hc_span *t = *link, **smaller = &s->left, **larger = &s->right;
+    while (t != NULL) {
+        if (key_less(t, s)) {
+            *smaller = t;
+            smaller = &t->right;
+            t = t->right;
+        } else {
+            *larger = t;
+            larger = &t->left;
+            t = t->left;
+        }
+    }
+    *smaller = *larger = NULL;
+    *link = s;
+}
+
+static void tree_remove(hc_span *s) {
+    hc_span **link = &long_spans;
+    while (*link != s)
+        link = key_less(s, *link) ? &(*link)->left : &(*link)->right;
+    /* Zip the two subtrees (every key of a below every key of b) by priority. */
+    hc_span *a = s->left, *b = s->right;
+    while (a != NULL && b != NULL) {
+        if (priority(a) > priority(b)) {
+            *link = a;
+            link = &a->right;
+            a = a->right;
+        } else {
+            *link = b;
+            link = &b->left;
+            b = b->left;
+        }
+    }
+    *link = a != NULL ? a : b;
+    s->left = s->right = NULL;
+}
+
+/* The shortest long span of at least `pages` pages, lowest address first. */
+static hc_span *tree_best_fit(size_t pages) {
+    hc_span *best = NULL;
+    for (hc_span *t = long_spans; t != NULL;) {
+        if (t->page_count >= pages) {
+            best = t;
+            t = t->left;
+        } else {
+            t = t->right;
+        }
+    }
+    return best;
+}
+
 /* ---- Free lists -------------------------------------------------------------- */
 
-/* Puts a span that has no free neighbour on its list, registered at both
- * ends: at the head if it has backed pages, at the tail if it has none. */
+/* Puts a span that has no free neighbour on its list or in the tree,
+ * registered at both ends; on a list at the head if it has backed pages, at
+ * the tail if it has none. */
 static void free_span_insert(hc_span *s) {
     s->state = SPAN_FREE;
     s->size_class = 0;
     pm_set(s->start_page, s);
     pm_set(span_end_page(s) - 1, s);
-    hc_span *head = list_for(s->page_count);
-    span_list_push(s->backed_pages > 0 ? head : head->prev, s); /* head->prev: after the last */
+    if (is_long(s->page_count)) {
+        tree_insert(s);
+    } else {
+        hc_span *head = &free_lists[s->page_count];
+        span_list_push(s->backed_pages > 0 ? head : head->prev, s); /* head->prev: after the last */
+    }
     totals.free_pages += s->page_count;
     totals.free_spans++;
     totals.released_pages += s->page_count - s->backed_pages;
 }
 
 static void free_span_remove(hc_span *s) {
-    span_list_remove(s);
+    if (is_long(s->page_count))
+        tree_remove(s);
+    else
+        span_list_remove(s);
     totals.free_pages -= s->page_count;
     totals.free_spans--;
     totals.released_pages -= s->page_count - s->backed_pages;
 }
 
-/* Gives the pages of `s` (not on any list) back to the OS. If the kernel
- * refuses, they simply stay backed. */
+/* Gives the pages of `s` back to the OS. If the kernel refuses, they simply
+ * stay backed. */
 static void span_release_pages(hc_span *s) {
     HC_TRACE(HC_TRACE_PC_RELEASE, 0);
     release_calls++;
@@ -180,13 +272,7 @@ static hc_span *free_span_find(size_t pages) {
     for (size_t n = pages; n <= PC_MAX_LIST_PAGES; n++)
         if (!span_list_empty(&free_lists[n]))
             return free_lists[n].next;
-    hc_span *best = NULL;
-    for (hc_span *s = free_lists[0].next; s != &free_lists[0]; s = s->next)
-        if (s->page_count >= pages &&
-            (best == NULL || s->page_count < best->page_count ||
-             (s->page_count == best->page_count && s->start_page < best->start_page)))
-            best = s;
-    return best;
+    return tree_best_fit(pages);
 }
 
 /* Cuts [at, at + pages) out of free span `s` (already off its list). The
@@ -249,6 +335,113 @@ static int heap_grow(size_t pages) {
     return 0;
 }
 
+/* ---- Giving pages back to the OS -------------------------------------------------- */
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO, no system call; ticks of a few ms */
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static size_t backed_free_pages(void) { return totals.free_pages - totals.released_pages; }
+
+/* Releases free span `s`, which stays free (on a list, it moves to the
+ * tail; in the tree its key is unchanged). Its neighbours are in use (no two
+ * free spans touch), so nothing merges. Returns the pages that were counted
+ * as backed and now are not (0 if the kernel refused). */
+static size_t release_free_span(hc_span *s) {
+    size_t backed = s->backed_pages;
+    free_span_remove(s);
+    span_release_pages(s);
+    free_span_insert(s);
+    return backed - s->backed_pages;
+}
+
+/* Releases backed spans of subtree `t`, longest first, until `want` pages. */
+static size_t release_tree(hc_span *t, size_t want) {
+    if (t == NULL)
+        return 0;
+    size_t released = release_tree(t->right, want);
+    hc_span *shorter = t->left; /* read first: a release re-inserts t */
+    if (released < want && t->backed_pages > 0)
+        released += release_free_span(t);
+    if (released < want)
+        released += release_tree(shorter, want - released);
+    return released;
+}
+
+/* Releases backed free spans, the longest first (the most memory per system
+ * call), until at least `want` pages went back or none is left. */
+static size_t release_pages(size_t want) {
+    size_t released = release_tree(long_spans, want);
+    for (size_t n = PC_MAX_LIST_PAGES; n > 0 && released < want; n--) {
+        /* Backed spans lead the list; each released one moves to the tail. */
+        while (released < want && free_lists[n].next->backed_pages > 0) {
+            size_t got = release_free_span(free_lists[n].next);
+            if (got == 0)
+                break; /* the kernel refused: it is back at the head */
+            released += got;
+        }
+    }
+    return released;
+}
+
+/* The policy (header comment), at the start of every page-cache call. */
+static void release_before_call(void) {
+    if (!release_enabled)
+        return;
+    uint64_t now = now_ms();
+    size_t backed = backed_free_pages();
+    if (backed < window_low_backed)
+        window_low_backed = backed;
+    int idle = now - last_call_ms >= release_delay_ms;
+    if (idle || now - window_start_ms >= release_delay_ms) {
+        size_t want = idle ? backed : window_low_backed;
+        if (want > 0)
+            release_pages(want);
+        window_start_ms = now;
+        window_low_backed = backed_free_pages();
+    }
+    last_call_ms = now;
+}
+
+/* ... and at its end: the window's low-water mark; with no delay at all,
+ * what was freed goes back at once. */
+static void release_after_call(void) {
+    if (!release_enabled)
+        return;
+    if (release_delay_ms == 0 && backed_free_pages() > 0)
+        release_pages(SIZE_MAX);
+    if (backed_free_pages() < window_low_backed)
+        window_low_backed = backed_free_pages();
+}
+
+size_t pc_release_all(void) {
+    hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    size_t released = release_pages(SIZE_MAX);
+    window_low_backed = backed_free_pages();
+    hc_lock_release(&pc_lock);
+    return released << HC_PAGE_SHIFT;
+}
+
+size_t pc_release_calls(void) {
+    hc_lock_acquire(&pc_lock);
+    size_t calls = release_calls;
+    hc_lock_release(&pc_lock);
+    return calls;
+}
+
+void pc_fork_lock(void) {
+    hc_lock_acquire(&pc_lock);
+    hc_lock_acquire(&span_pool.lock);
+}
+
+void pc_fork_unlock(void) {
+    hc_lock_release(&span_pool.lock);
+    hc_lock_release(&pc_lock);
+}
+
 /* ---- Handing spans out ------------------------------------------------------- */
 
 /* Marks `s` in use and registers every one of its pages, so that any pointer
@@ -294,6 +487,8 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
         return NULL;
     track_internal_end(block, pages << HC_PAGE_SHIFT); /* past the block's size: no one's */
     hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    release_before_call(); /* a program of huge blocks alone has slow paths too */
     hc_span *s = span_new(span_page_of(block), pages);
     if (s == NULL || pm_ensure(s->start_page, pages) != 0) {
         if (s) span_dead(s);
@@ -322,6 +517,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
         return direct_map(pages, HC_PAGE_SIZE);
     hc_lock_acquire(&pc_lock);
     lists_init_once();
+    release_before_call();
     hc_span *s = free_span_find(pages);
     if (s == NULL) {
         if (heap_grow(pages) != 0) {
@@ -334,28 +530,43 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     s = free_span_carve(s, s->start_page, pages);
     if (s != NULL)
         span_hand_out(s, size_class);
+    release_after_call();
     hc_lock_release(&pc_lock);
     if (s == NULL)
         errno = ENOMEM;
     return s;
 }
 
+/* Whether free span `s` holds `pages` pages from a multiple of `align`. */
+static int holds_aligned(const hc_span *s, size_t pages, size_t align, uintptr_t *at) {
+    uintptr_t aligned = (s->start_page + align - 1) & ~(uintptr_t)(align - 1);
+    *at = aligned;
+    return aligned + pages <= span_end_page(s);
+}
+
+/* The shortest span of the subtree `t` that holds them (in key order). */
+static hc_span *tree_find_aligned(hc_span *t, size_t pages, size_t align, uintptr_t *at) {
+    if (t == NULL)
+        return NULL;
+    if (t->page_count < pages)
+        return tree_find_aligned(t->right, pages, align, at);
+    hc_span *found = tree_find_aligned(t->left, pages, align, at);
+    if (found != NULL)
+        return found;
+    if (holds_aligned(t, pages, align, at))
+        return t;
+    return tree_find_aligned(t->right, pages, align, at);
+}
+
 /* The first free span holding `pages` pages from a multiple of `align`
  * (lists from `pages` up, then the long ones). Linear in the free spans
  * looked at: aligned blocks above one page are rare. */
 static hc_span *free_span_find_aligned(size_t pages, size_t align, uintptr_t *at) {
-    for (size_t n = pages <= PC_MAX_LIST_PAGES ? pages : PC_MAX_LIST_PAGES + 1;
-         n <= PC_MAX_LIST_PAGES + 1; n++) {
-        hc_span *head = &free_lists[n <= PC_MAX_LIST_PAGES ? n : 0];
-        for (hc_span *s = head->next; s != head; s = s->next) {
-            uintptr_t aligned = (s->start_page + align - 1) & ~(uintptr_t)(align - 1);
-            if (aligned + pages <= span_end_page(s)) {
-                *at = aligned;
+    for (size_t n = pages; n <= PC_MAX_LIST_PAGES; n++)
+        for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next)
+            if (holds_aligned(s, pages, align, at))
                 return s;
-            }
-        }
-    }
-    return NULL;
+    return tree_find_aligned(long_spans, pages, align, at);
 }
 
 hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
@@ -370,6 +581,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
         return direct_map(pages, align_pages << HC_PAGE_SHIFT);
     hc_lock_acquire(&pc_lock);
     lists_init_once();
+    release_before_call();
     uintptr_t at;
     hc_span *s = free_span_find_aligned(pages, align_pages, &at);
     if (s == NULL) {
@@ -384,96 +596,11 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     s = free_span_carve(s, at, pages);
     if (s != NULL)
         span_hand_out(s, 0);
+    release_after_call();
     hc_lock_release(&pc_lock);
     if (s == NULL)
         errno = ENOMEM;
     return s;
-}
-
-/* ---- Giving pages back to the OS -------------------------------------------------- */
-
-/* The free span with the most backed pages, or NULL if none has any. Spans
- * with backed pages lead each list, so a short list's head answers for it;
- * the long list is searched. */
-static hc_span *most_backed_span(void) {
-    hc_span *best = NULL;
-    for (size_t n = 0; n <= PC_MAX_LIST_PAGES; n++) {
-        hc_span *head = &free_lists[n];
-        for (hc_span *s = head->next; s != head && s->backed_pages > 0; s = s->next) {
-            if (best == NULL || s->backed_pages > best->backed_pages)
-                best = s;
-            if (n != 0)
-                break; /* same length: the head is as good as any */
-        }
-    }
-    return best;
-}
-
-/* Releases free span `s`, which stays free (now at its list's tail). Its
- * neighbours are in use (no two free spans touch), so nothing merges.
- * Returns the pages that were counted as backed and now are not. */
-static size_t release_free_span(hc_span *s) {
-    size_t backed = s->backed_pages;
-    free_span_remove(s);
-    span_release_pages(s);
-    free_span_insert(s);
-    return backed - s->backed_pages;
-}
-
-/* The rate policy, after `pages` pages were freed into the lists. */
-static void release_on_free(size_t pages) {
-    if (release_rate == 0)
-        return;
-    release_credit += pages * release_rate;
-    if (release_credit > PC_RELEASE_CREDIT_MAX)
-        release_credit = PC_RELEASE_CREDIT_MAX;
-    size_t reserve = PC_RELEASE_RESERVE_PAGES / release_rate;
-    while (release_credit >= PC_RELEASE_CREDIT &&
-           totals.free_pages - totals.released_pages > reserve) {
-        hc_span *s = most_backed_span();
-        if (s == NULL) {
-            release_credit = 0; /* nothing left to release: start saving again */
-            return;
-        }
-        release_credit -= PC_RELEASE_CREDIT;
-        release_free_span(s);
-    }
-}
-
-size_t pc_release_all(void) {
-    size_t released = 0;
-    hc_lock_acquire(&pc_lock);
-    lists_init_once();
-    for (size_t n = 0; n <= PC_MAX_LIST_PAGES; n++) {
-        /* Each released span moves to the tail: stop at the first head with
-         * nothing backed (then the whole list is released), or after one
-         * pass (a span the kernel refused went back to the head). */
-        size_t spans_on_list = 0;
-        for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next)
-            spans_on_list++;
-        for (size_t i = 0; i < spans_on_list && free_lists[n].next->backed_pages > 0; i++)
-            released += release_free_span(free_lists[n].next);
-    }
-    release_credit = 0;
-    hc_lock_release(&pc_lock);
-    return released << HC_PAGE_SHIFT;
-}
-
-size_t pc_release_calls(void) {
-    hc_lock_acquire(&pc_lock);
-    size_t calls = release_calls;
-    hc_lock_release(&pc_lock);
-    return calls;
-}
-
-void pc_fork_lock(void) {
-    hc_lock_acquire(&pc_lock);
-    hc_lock_acquire(&span_pool.lock);
-}
-
-void pc_fork_unlock(void) {
-    hc_lock_release(&span_pool.lock);
-    hc_lock_release(&pc_lock);
 }
 
 /* ---- Taking spans back --------------------------------------------------------- */
@@ -481,6 +608,7 @@ void pc_fork_unlock(void) {
 void pc_free_span(hc_span *s) {
     HC_TRACE(HC_TRACE_SPAN_RETURN, s->size_class);
     hc_lock_acquire(&pc_lock);
+    release_before_call();
     if (s->state == SPAN_SMALL) {
         totals.small_pages -= s->page_count;
     } else if (s->direct) {
@@ -503,22 +631,82 @@ void pc_free_span(hc_span *s) {
     }
     /* Its interior entries still point at it; now SPAN_FREE, they make a
      * second free of the block an invalid pointer rather than a corruption. */
-    size_t pages = s->page_count;
-    s->backed_pages = pages; /* the program may have touched every page */
+    s->backed_pages = s->page_count; /* the program may have touched every page */
     free_span_merge_insert(s);
-    release_on_free(pages);
+    release_after_call();
     hc_lock_release(&pc_lock);
+}
+
+/* ---- Resizing a large block in place (realloc) ------------------------------------ */
+
+int pc_grow_span_in_place(hc_span *s, size_t pages) {
+    if (s->direct || pages > PC_MAX_PAGES)
+        return -1;
+    size_t extra = pages - s->page_count;
+    int grown = 0;
+    hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    release_before_call();
+    hc_span *next = free_span_starting_at(span_end_page(s));
+    if (next != NULL && next->page_count >= extra) {
+        free_span_remove(next);
+        /* The front of the free neighbour, cut off; the rest stays free. */
+        hc_span *front = free_span_carve(next, next->start_page, extra);
+        if (front != NULL) {
+            span_dead(front); /* its pages join s: s's entries replace it below */
+            s->page_count = pages;
+            totals.large_pages += extra;
+            pm_set_range(span_end_page(s) - extra, extra, s);
+            grown = 1;
+        }
+    }
+    release_after_call();
+    hc_lock_release(&pc_lock);
+    return grown ? 0 : -1;
+}
+
+int pc_shrink_span_in_place(hc_span *s, size_t pages) {
+    size_t cut = s->page_count - pages;
+    uintptr_t tail_page = s->start_page + pages;
+    hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    release_before_call();
+    if (s->direct) {
+        /* Unregistered before unmapped, as in pc_free_span. */
+        pm_set_range(tail_page, cut, NULL);
+        s->page_count = pages;
+        totals.direct_pages -= cut;
+        hc_lock_release(&pc_lock);
+        os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
+        return 0;
+    }
+    hc_span *tail = span_new(tail_page, cut);
+    if (tail == NULL) {
+        hc_lock_release(&pc_lock);
+        return -1;
+    }
+    s->page_count = pages;
+    totals.large_pages -= cut;
+    tail->backed_pages = cut; /* the program may have touched them */
+    /* The tail's inner page-map entries still name s, which no longer covers
+     * them: readers treat them as stale (page_cache.h). */
+    free_span_merge_insert(tail);
+    release_after_call();
+    hc_lock_release(&pc_lock);
+    return 0;
 }
 
 /* ---- Accounting and checking ------------------------------------------------------ */
 
 static size_t largest_free_locked(void) {
-    size_t largest = 0;
-    for (hc_span *s = free_lists[0].next; s != &free_lists[0]; s = s->next)
-        if (s->page_count > largest) largest = s->page_count;
-    for (size_t n = PC_MAX_LIST_PAGES; largest == 0 && n > 0; n--)
-        if (!span_list_empty(&free_lists[n])) largest = n;
-    return largest;
+    if (long_spans != NULL) {
+        hc_span *s = long_spans;
+        while (s->right != NULL) s = s->right;
+        return s->page_count;
+    }
+    for (size_t n = PC_MAX_LIST_PAGES; n > 0; n--)
+        if (!span_list_empty(&free_lists[n])) return n;
+    return 0;
 }
 
 void pc_get_census(pc_census *out) {
@@ -529,30 +717,60 @@ void pc_get_census(pc_census *out) {
     hc_lock_release(&pc_lock);
 }
 
+/* What the check counts while it walks the free spans. */
+typedef struct free_tally {
+    size_t spans, pages, released;
+} free_tally;
+
+/* What must hold for every free span, on a list or in the tree. */
+static const char *check_free_span(const hc_span *s, free_tally *tally) {
+    if (s->state != SPAN_FREE) return "a span on a free list is not SPAN_FREE";
+    if (pm_lookup(s->start_page) != s) return "a free span's first page does not map to it";
+    if (pm_lookup(span_end_page(s) - 1) != s) return "a free span's last page does not map to it";
+    if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
+    if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
+    if (s->backed_pages > s->page_count) return "a span has more backed pages than pages";
+    tally->released += s->page_count - s->backed_pages;
+    tally->spans++;
+    tally->pages += s->page_count;
+    return NULL;
+}
+
+/* The subtree `t`: keys strictly between those of lo and hi (NULL: no
+ * bound), priorities at most its parent's, only long spans. */
+static const char *check_tree(const hc_span *t, const hc_span *lo, const hc_span *hi,
+                              free_tally *tally) {
+    if (t == NULL) return NULL;
+    if (!is_long(t->page_count)) return "a short span is in the long-span tree";
+    if ((lo != NULL && !key_less(lo, t)) || (hi != NULL && !key_less(t, hi)))
+        return "the long-span tree is out of (length, address) order";
+    if ((t->left != NULL && priority(t->left) > priority(t)) ||
+        (t->right != NULL && priority(t->right) > priority(t)))
+        return "the long-span tree is not a heap by priority";
+    const char *broken = check_free_span(t, tally);
+    if (broken == NULL) broken = check_tree(t->left, lo, t, tally);
+    if (broken == NULL) broken = check_tree(t->right, t, hi, tally);
+    return broken;
+}
+
 static const char *check_locked(void) {
-    size_t spans = 0, pages = 0, released = 0;
-    for (size_t n = 0; n <= PC_MAX_LIST_PAGES; n++) {
+    free_tally tally = {0, 0, 0};
+    for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++) {
         int seen_released = 0;
         for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next) {
-            if (s->state != SPAN_FREE) return "a span on a free list is not SPAN_FREE";
-            if (s->backed_pages > s->page_count) return "a span has more backed pages than pages";
+            if (s->page_count != n) return "a span is on the list of another length";
             if (seen_released && s->backed_pages > 0) return "a backed span follows a released one";
             seen_released |= s->backed_pages == 0;
-            released += s->page_count - s->backed_pages;
-            if (n != 0 && s->page_count != n) return "a span is on the list of another length";
-            if (n == 0 && s->page_count <= PC_MAX_LIST_PAGES) return "a short span is on the long list";
             if (s->next->prev != s) return "a free list's links are broken";
-            if (pm_lookup(s->start_page) != s) return "a free span's first page does not map to it";
-            if (pm_lookup(span_end_page(s) - 1) != s) return "a free span's last page does not map to it";
-            if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
-            if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
-            spans++;
-            pages += s->page_count;
+            const char *broken = check_free_span(s, &tally);
+            if (broken != NULL) return broken;
         }
     }
-    if (spans != totals.free_spans) return "free span count does not match the lists";
-    if (pages != totals.free_pages) return "free page count does not match the lists";
-    if (released != totals.released_pages) return "released page count does not match the lists";
+    const char *broken = check_tree(long_spans, NULL, NULL, &tally);
+    if (broken != NULL) return broken;
+    if (tally.spans != totals.free_spans) return "free span count does not match the lists";
+    if (tally.pages != totals.free_pages) return "free page count does not match the lists";
+    if (tally.released != totals.released_pages) return "released page count does not match the lists";
     if (totals.free_pages + totals.small_pages + totals.large_pages != totals.heap_pages)
         return "free + in-use pages != heap pages";
     return NULL;
@@ -576,20 +794,14 @@ void pc_collect_stats(hc_stats *out) {
 
 /* ---- Walking the heap --------------------------------------------------------------- */
 
-/* Visits the spans in address order by walking the page map's nodes: an
- * absent mid node or leaf skips its whole range; from a span's first page
+/* Visits the spans in address order by walking the page map's leaves: an
+ * absent leaf skips its whole range; from a span's first page
  * the walk jumps to its end, so entries inside a free span (maybe stale)
  * are never read. An entry counts only if its record starts at that page. */
 void pc_visit_spans(pc_span_visitor visit, void *arg) {
-    const uintptr_t mid_span = (uintptr_t)1 << (PM_MID_BITS + PM_LEAF_BITS); /* pages per mid node */
     hc_lock_acquire(&pc_lock);
     for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
-        pm_mid *mid = pm_root[page >> (PM_MID_BITS + PM_LEAF_BITS)];
-        if (mid == NULL) {
-            page = (page | (mid_span - 1)) + 1;
-            continue;
-        }
-        pm_leaf *leaf = mid->leaves[(page >> PM_LEAF_BITS) & (PM_MID_ENTRIES - 1)];
+        pm_leaf *leaf = pm_leaf_of(page);
         if (leaf == NULL) {
             page = (page | (PM_LEAF_ENTRIES - 1)) + 1;
             continue;

@@ -1,7 +1,7 @@
 /* stage4_reclaim/page_release.h — what layer 4 adds to the page cache's
  * interface (stage4_reclaim/page_cache.c): giving free pages back to the OS,
- * and the locks the fork handlers take. The rate policy itself needs no
- * call: pc_free_span applies it (see page_cache.c). */
+ * and the locks the fork handlers take. The release policy over time needs
+ * no call: every page-cache call applies it (see page_cache.c). */
 #ifndef HC_PAGE_RELEASE_H_
 #define HC_PAGE_RELEASE_H_
 
@@ -11,7 +11,7 @@
  * kept). Returns the bytes released by this call. */
 size_t pc_release_all(void);
 
-/* madvise calls made so far (by the rate policy, merges and pc_release_all). */
+/* madvise calls made so far (by the release policy and pc_release_all). */
 size_t pc_release_calls(void);
 
 /* The page cache lock and the span-record pool's lock, in that order (the

@@ -3,11 +3,16 @@
 // A test for a function the stage does not have yet skips, with the reason
 // taken from hc_features(); it never passes silently.
 #include <errno.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <set>
 #include <string>
 #include <thread>
@@ -308,6 +313,101 @@ TEST(Conformance, ReallocToZeroFreesAndReturnsNull) {
         ASSERT_NE(p, nullptr);
         EXPECT_EQ(hc_realloc(p, 0), nullptr) << "glibc's realloc(p, 0): p is freed, NULL returned";
     }
+}
+
+// Growing by small steps (a string appended to): a large block grows into
+// the free pages after it, or moves with room to spare, so it moves a few
+// times, not once per page (a copy of the whole block each time).
+TEST(Conformance, ReallocGrowingByLittleStepsRarelyMoves) {
+    if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("large blocks resized in place");
+    size_t size = HC_MAX_SMALL_SIZE + 1;
+    unsigned char *p = static_cast<unsigned char *>(hc_malloc(size));
+    ASSERT_NE(p, nullptr);
+    for (size_t i = 0; i < size; i++) p[i] = static_cast<unsigned char>(i * 7);
+    int moves = 0;
+    for (; size < ((size_t)16 << 20); size += 1000) {
+        unsigned char *q = static_cast<unsigned char *>(hc_realloc(p, size + 1000));
+        ASSERT_NE(q, nullptr);
+        moves += q != p;
+        for (size_t i = size; i < size + 1000; i++) q[i] = static_cast<unsigned char>(i * 7);
+        p = q;
+    }
+    std::printf("256 KiB -> 16 MiB by 1000 bytes: %d moves\n", moves);
+    EXPECT_LE(moves, 30) << "a copy per page would be 2,000 moves";
+    for (size_t i = 0; i < size; i++) ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << i;
+    // Shrinking gives the tail back where the block is: it never moves.
+    for (; size > HC_MAX_SMALL_SIZE + 1000; size -= 1000) {
+        unsigned char *q = static_cast<unsigned char *>(hc_realloc(p, size - 1000));
+        ASSERT_EQ(q, p) << size - 1000;
+    }
+    for (size_t i = 0; i < size; i++) ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7)) << i;
+    hc_free(p);
+}
+
+// A large block that must move to grow (the pages after it are in use)
+// takes room to spare: half as many pages again, so the next small steps
+// grow it in place instead of moving it again.
+TEST(Conformance, ReallocThatMustMoveTakesRoomToGrow) {
+    if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("large blocks resized in place");
+    const size_t kSize = 1 << 20;
+    std::vector<char *> blocks;
+    for (int i = 0; i < 64; i++) blocks.push_back(static_cast<char *>(hc_malloc(kSize)));
+    std::set<char *> starts(blocks.begin(), blocks.end());
+    char *blocked = nullptr;  // a block whose next pages are another block
+    for (char *b : blocks)
+        if (starts.count(b + kSize)) blocked = b;
+    ASSERT_NE(blocked, nullptr) << "consecutive large blocks are carved from one free span";
+    memset(blocked, 5, kSize);
+    char *moved = static_cast<char *>(hc_realloc(blocked, kSize + 1));
+    ASSERT_NE(moved, nullptr);
+    EXPECT_NE(moved, blocked) << "its next pages are in use";
+    EXPECT_GE(hc_usable_size(moved), kSize + kSize / 2);
+    for (size_t i = 0; i < kSize; i++) ASSERT_EQ(moved[i], 5) << i;
+    std::replace(blocks.begin(), blocks.end(), blocked, moved);
+    for (char *b : blocks) hc_free(b);
+}
+
+// Virtual size of this process, from /proc/self/statm (no allocation).
+size_t AddressSpaceBytes() {
+    char buf[128] = {0};
+    int fd = open("/proc/self/statm", O_RDONLY);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    unsigned long size = 0;
+    if (n > 0) sscanf(buf, "%lu", &size);
+    return size * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+// Shrinking in place needs no second block: 400 MiB -> 300 MiB (a direct
+// mapping) and 40 MiB -> 30 MiB (heap pages) succeed in a child whose
+// address-space limit leaves 64 MiB, where a copy would need 300 MiB more.
+TEST(Conformance, ReallocShrinksInPlaceUnderAnAddressSpaceLimit) {
+    if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("large blocks resized in place");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        char *huge = static_cast<char *>(hc_malloc((size_t)400 << 20));
+        char *big = static_cast<char *>(hc_malloc((size_t)40 << 20));
+        if (huge == nullptr || big == nullptr) _exit(2);
+        huge[0] = big[0] = 1;
+        huge[(300 << 20) - 1] = big[(30 << 20) - 1] = 2;
+        struct rlimit limit;
+        limit.rlim_cur = limit.rlim_max = AddressSpaceBytes() + ((size_t)64 << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+        if (hc_malloc((size_t)300 << 20) != nullptr) _exit(4);  // the limit holds
+        char *huge2 = static_cast<char *>(hc_realloc(huge, (size_t)300 << 20));
+        char *big2 = static_cast<char *>(hc_realloc(big, (size_t)30 << 20));
+        if (huge2 != huge || big2 != big) _exit(5);
+        if (huge[0] != 1 || huge[(300 << 20) - 1] != 2 || big[0] != 1 || big[(30 << 20) - 1] != 2)
+            _exit(6);
+        _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no blocks, 3: setrlimit, 4: no limit, 5: moved or "
+                                         "NULL, 6: contents lost";
 }
 
 TEST(Conformance, AlignedAllocEveryPowerOfTwo) {

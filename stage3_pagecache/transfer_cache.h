@@ -1,0 +1,51 @@
+/* stage3_pagecache/transfer_cache.h — what layer 3 adds to the central
+ * cache's interface (central_cache.h, stage 2's, is unchanged).
+ *
+ * The transfer cache: each central bucket keeps, beside its spans, a small
+ * stack of whole batches (first, last, count) that thread caches gave back.
+ * cc_return of a full batch pushes it there and cc_fetch pops one, both
+ * without reading a span or the page map: a batch one thread frees goes to
+ * the next thread that asks, intact, under one short lock hold. Only when
+ * the stack is full (cc_return) or empty (cc_fetch) do objects go to or come
+ * from their spans, one by one (object -> span through the page map, the
+ * span's free list, its reference count), and then the lookups are done
+ * before the bucket lock is taken. A span whose last object comes home
+ * stays in its bucket as the class's spare (CC_EMPTY_SPANS_KEPT) instead of
+ * going straight back to the page cache, so a producer/consumer pair does
+ * not carve and return the same span over and over.
+ * May touch: nothing; central_cache.c implements it. */
+#ifndef HC_TRANSFER_CACHE_H_
+#define HC_TRANSFER_CACHE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Whole batches a class's transfer cache holds at most, and the bytes they
+ * may add up to (a class of large objects holds fewer batches). */
+#define CC_TRANSFER_MAX_BATCHES 64
+#define CC_TRANSFER_MAX_BYTES   ((size_t)256 << 10)
+
+/* Empty spans a bucket keeps (all objects free) before it gives one back. */
+#define CC_EMPTY_SPANS_KEPT 1
+
+/* Batches the transfer cache of class `cls` may hold (at least 1). */
+uint32_t cc_transfer_capacity(unsigned cls);
+
+/* Gives what the central cache holds for reuse -- the transfer caches'
+ * batches and the spare empty spans -- back to the spans and the page cache,
+ * where empty spans merge (hc_release_free_memory calls it). */
+void cc_release_cached(void);
+
+/* For tests: a consistent snapshot of class `cls`'s bucket. */
+typedef struct cc_bucket_census {
+    uint32_t batches;           /* in the transfer cache */
+    size_t transfer_objects;    /* in those batches */
+    size_t span_free_objects;   /* on the bucket's spans */
+    size_t spans;               /* on the bucket's list (spans with a free object) */
+    size_t empty_spans;         /* of which with every object free */
+    size_t span_bytes;          /* in every span the class holds */
+} cc_bucket_census;
+
+void cc_get_bucket_census(unsigned cls, cc_bucket_census *out);
+
+#endif /* HC_TRANSFER_CACHE_H_ */
