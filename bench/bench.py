@@ -46,6 +46,10 @@ WORKLOADS = {
     "bigblocks": ("20 live blocks of 5..25 MiB replaced at random, a byte written per page", "001"),
     "regrow": ("realloc from 64 B up to 16..48 MiB by ~2 KiB steps, then down; pair = realloc", "001"),
     "longspans": ("2.5..3.5 MiB malloc/free with 10,000 free holes of 1..2 MiB around", "001"),
+    "manythreads": ("mixed's loop on fresh threads while --side-threads idle threads live, "
+                    "each after 100 mallocs of 16 B..4 KiB", "issue 12"),
+    "latethreads": ("mixed's loop on fresh threads after --side-threads threads made their first "
+                    "100 mallocs in the last pthread-key destructor round", "issue 12"),
 }
 
 # The Debian packages of the peers, and the library each puts on the system.
@@ -701,6 +705,8 @@ def parse_args(argv, allocators):
                         "--tool=callgrind, for every allocator; writes callgrind.csv")
     p.add_argument("--callgrind-iters", metavar="N", type=int, default=DEFAULT_CALLGRIND_ITERS,
                    help="pairs in the measured callgrind loop (default: %s)" % fmt_int(DEFAULT_CALLGRIND_ITERS))
+    p.add_argument("--side-threads", metavar="N", type=int, default=300,
+                   help="manythreads, latethreads: the other threads, 1..4000 (default: 300)")
     p.add_argument("--heapmap", metavar="WORKLOAD", default=None,
                    help="instead: run WORKLOAD once under stage 4's traced drop-in and write its heap "
                         "maps (at the peak and the end) and tier-traffic picture")
@@ -733,6 +739,9 @@ def parse_args(argv, allocators):
         args.scale = QUICK_SCALE if args.quick else 1.0
     if not args.scale > 0 or math.isinf(args.scale):
         raise UsageError("--scale: must be a positive number")
+    if not 1 <= args.side_threads <= 4000:
+        raise UsageError("--side-threads: must be 1..4000")
+    os.environ["BENCH_SIDE_THREADS"] = str(args.side_threads)  # read by bench_driver
     if args.callgrind_iters < 1:
         raise UsageError("--callgrind-iters: must be at least 1")
     if args.heapmap is not None and args.heapmap not in WORKLOADS:

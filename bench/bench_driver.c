@@ -32,6 +32,7 @@
  * May touch: the allocator under test through the two calls below, libc. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -530,6 +531,106 @@ static long run_churn(int threads, long rounds, uint64_t max_ns, uint64_t *wall)
     return r * threads * CHURN_BLOCKS;
 }
 
+/* ---- manythreads, latethreads: a fresh thread among many others (issue 12) -----
+ * Before mixed's loop is timed on THREADS fresh threads, BENCH_SIDE_THREADS
+ * (default 300) other threads each malloc and free SIDE_BLOCKS blocks of
+ * 16 B..4 KiB. In manythreads they stay alive and idle until the run ends
+ * (a thread-per-connection server); in latethreads they do it inside a
+ * pthread key destructor in the last destructor round, as their first
+ * allocation, and exit. Either way the fresh threads should not notice. */
+
+#define SIDE_BLOCKS      100
+#define SIDE_MAX_THREADS 4000
+/* latethreads: one thread at a time. With 16 at once, jemalloc 5.3 (Debian's
+ * libjemalloc2) crashed (SIGSEGV) in about one run in two, 100 threads. */
+#define SIDE_LATE_AT_ONCE 1
+
+static pthread_t side_threads[SIDE_MAX_THREADS];
+static int side_count, side_ready, side_released;
+static pthread_mutex_t side_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t side_cond = PTHREAD_COND_INITIALIZER;
+static pthread_key_t late_key;
+static __thread int late_index;
+
+static void side_work(int index) {
+    uint64_t rng = seed_for(index);
+    char *blocks[SIDE_BLOCKS];
+    size_t size[SIDE_BLOCKS];
+    malloc_random_blocks(blocks, size, SIDE_BLOCKS, 16, 4096, &rng);
+    free_blocks(blocks, size, SIDE_BLOCKS);
+}
+
+static void *idle_thread(void *arg) {
+    side_work((int)(intptr_t)arg);
+    pthread_mutex_lock(&side_lock);
+    side_ready++;
+    pthread_cond_broadcast(&side_cond);
+    while (!side_released)
+        pthread_cond_wait(&side_cond, &side_lock);
+    pthread_mutex_unlock(&side_lock);
+    return NULL;
+}
+
+/* Re-arms itself until the last round, then allocates for the first time. */
+static void late_destructor(void *rounds_left) {
+    uintptr_t left = (uintptr_t)rounds_left;
+    if (left > 1)
+        pthread_setspecific(late_key, (void *)(left - 1));
+    else
+        side_work(late_index);
+}
+
+static void *late_thread(void *arg) {
+    late_index = (int)(intptr_t)arg;
+    pthread_setspecific(late_key, (void *)(uintptr_t)PTHREAD_DESTRUCTOR_ITERATIONS);
+    return NULL;
+}
+
+static void start_side_thread(int i, void *(*fn)(void *)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 << 10); /* a thousand 8 MiB stacks is a lot to map */
+    if (pthread_create(&side_threads[i], &attr, fn, (void *)(intptr_t)i) != 0) {
+        fprintf(stderr, "bench_driver: pthread_create failed\n");
+        exit(1);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void side_threads_start(const char *workload) {
+    const char *env = getenv("BENCH_SIDE_THREADS");
+    side_count = env != NULL ? atoi(env) : 300;
+    if (side_count < 1 || side_count > SIDE_MAX_THREADS)
+        side_count = 300;
+    if (strcmp(workload, "manythreads") == 0) {
+        for (int i = 0; i < side_count; i++)
+            start_side_thread(i, idle_thread);
+        pthread_mutex_lock(&side_lock);
+        while (side_ready < side_count)
+            pthread_cond_wait(&side_cond, &side_lock);
+        pthread_mutex_unlock(&side_lock);
+    } else {
+        pthread_key_create(&late_key, late_destructor);
+        for (int i = 0; i < side_count; i += SIDE_LATE_AT_ONCE) {
+            int n = side_count - i < SIDE_LATE_AT_ONCE ? side_count - i : SIDE_LATE_AT_ONCE;
+            for (int j = 0; j < n; j++)
+                start_side_thread(i + j, late_thread);
+            for (int j = 0; j < n; j++)
+                pthread_join(side_threads[i + j], NULL);
+        }
+        side_count = 0;
+    }
+}
+
+static void side_threads_stop(void) {
+    pthread_mutex_lock(&side_lock);
+    side_released = 1;
+    pthread_cond_broadcast(&side_cond);
+    pthread_mutex_unlock(&side_lock);
+    for (int i = 0; i < side_count; i++)
+        pthread_join(side_threads[i], NULL);
+}
+
 /* ---- Memory ---------------------------------------------------------------------
  * Peak RSS is the kernel's high-water mark of this process's resident set
  * (VmHWM). It is what getrusage's ru_maxrss would say, except that Linux
@@ -644,7 +745,7 @@ static void heapmap_finish(void) {
  * Work at --scale 1, split evenly across the threads, sized so that glibc
  * takes 0.2..1 s on the project's 2-core machine whatever the thread count. */
 
-typedef enum { PER_THREAD_LOOP, PRODUCER_CONSUMER, THREAD_CHURN } workload_shape;
+typedef enum { PER_THREAD_LOOP, PRODUCER_CONSUMER, THREAD_CHURN, AMONG_SIDE_THREADS } workload_shape;
 
 typedef struct workload {
     const char *name;
@@ -663,6 +764,8 @@ static const workload workloads[] = {
     {"bigblocks", 400, PER_THREAD_LOOP, bigblocks_worker},
     {"regrow", 40e3, PER_THREAD_LOOP, regrow_worker},
     {"longspans", 100e3, PER_THREAD_LOOP, longspans_worker},
+    {"manythreads", 4e6, AMONG_SIDE_THREADS, mixed_worker},
+    {"latethreads", 4e6, AMONG_SIDE_THREADS, mixed_worker},
 };
 
 #define MAX_THREADS 16
@@ -710,7 +813,11 @@ static int run(const char *name, int threads, double scale, double max_seconds) 
             workers[i] = (worker){.index = pair, .ops = per_thread, .ring = rings ? &rings[pair] : NULL};
             fns[i] = wl->shape == PRODUCER_CONSUMER ? (i % 2 ? consumer_worker : producer_worker) : wl->fn;
         }
+        if (wl->shape == AMONG_SIDE_THREADS)
+            side_threads_start(wl->name); /* not timed */
         wall = run_workers(workers, n, fns, max_ns);
+        if (wl->shape == AMONG_SIDE_THREADS)
+            side_threads_stop();
         for (int i = 0; i < n; i++)
             pairs += workers[i].done;
         if (rings != NULL)

@@ -34,7 +34,7 @@ done
 
 # A table per workload, a row in it per allocator and thread count (or a
 # row saying why the allocator cannot run it: stages 1-2 have no realloc).
-for workload in tight hold mixed xthread large churn bigblocks regrow longspans; do
+for workload in tight hold mixed xthread large churn bigblocks regrow longspans manythreads latethreads; do
     table=$(awk -v w="== $workload:" 'index($0, w) == 1 {on = 1; next} /^== / {on = 0} on' "$log")
     [ -n "$table" ] || fail "no table for $workload"
     for a in $allocators; do

@@ -10,9 +10,15 @@
 #define HC_CACHE_LINE  64
 #define HC_CACHE_ALIGNED __attribute__((aligned(HC_CACHE_LINE)))
 
-/* Initial-exec TLS: one %fs-relative load, no __tls_get_addr call, and so no
- * allocation when a thread first touches it (what lets stage 4 be malloc). */
+/* Static TLS: no __tls_get_addr call, and so no allocation when a thread
+ * first touches it (what lets stage 4 be malloc). In a shared library (the
+ * drop-in: -fPIC, not -fPIE) initial-exec, a GOT load then the %fs-relative
+ * one; linked into the program, local-exec, one %fs-relative load. */
+#if defined(__PIC__) && !defined(__PIE__)
 #define HC_THREAD_LOCAL __thread __attribute__((tls_model("initial-exec")))
+#else
+#define HC_THREAD_LOCAL __thread __attribute__((tls_model("local-exec")))
+#endif
 
 /* Public symbols keep default visibility in the drop-in shared library. */
 #define HC_EXPORT __attribute__((visibility("default")))

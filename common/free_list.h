@@ -2,8 +2,19 @@
  *
  * A free object's first word holds the pointer to the next free object, so a
  * list costs no memory beyond its head: the smallest class (8 bytes) is
- * exactly big enough for that pointer. The length is kept beside the head
- * because the layers above decide by it (batch transfer, limits, stats).
+ * exactly big enough for that pointer.
+ *
+ * Beside the head the list keeps its limit (max_length, used from stage 2)
+ * and one counter, `room`: how many more objects fit under the limit. A push
+ * decrements it and a pop increments it, so the thread cache's free path
+ * checks "room == 0" with no second field to compare against. The length is
+ * max_length - room, computed modulo 2^32: a list with no limit (0, as in
+ * the central cache's buckets) simply runs room below zero, and the
+ * difference is still its length.
+ *
+ * Other threads read a thread cache's lists for stats: the owner stores the
+ * counters with relaxed atomic stores (a plain mov on x86) and readers load
+ * them the same way, so a reader sees some recent value, never a torn one.
  *
  * To a memory checker a free object belongs to nobody (common/track.h), so
  * the link word is opened only for the instant the list reads or writes it:
@@ -19,9 +30,66 @@
 
 typedef struct hc_free_list {
     void *head;
-    uint32_t length;
+    uint32_t room;       /* max_length - length (mod 2^32) */
     uint32_t max_length; /* used from stage 2: the list's current limit */
 } hc_free_list;
+
+/* The owner's counter update: a relaxed store, so concurrent readers are
+ * well defined; the owner is the only writer, so reading it plainly is too. */
+HC_INLINE void fl_set_room(hc_free_list *list, uint32_t room) {
+    __atomic_store_n(&list->room, room, __ATOMIC_RELAXED);
+}
+
+/* room + 1 and room - 1, by the list's only writer, on the fast path. C11
+ * spells that as a relaxed load and a relaxed store (three instructions);
+ * on x86 one add to memory without a lock prefix does the same (a reader
+ * sees the old value or the new one, as with a relaxed store) and is opaque
+ * to the compiler, so it cannot race in the C sense with readers' atomic
+ * loads. It is not an atomic read-modify-write: nobody else writes room.
+ * Under ThreadSanitizer, which does not see inside asm, the C11 spelling,
+ * so that TSan checks the protocol (race_test_tsan). */
+#if defined(__SANITIZE_THREAD__)
+#define HC_FL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HC_FL_TSAN 1
+#endif
+#endif
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(HC_FL_TSAN)
+#define HC_FL_X86 1
+#endif
+
+#if HC_FL_X86
+HC_INLINE void fl_room_up(hc_free_list *list) { __asm__("addl $1, %0" : "+m"(list->room)); }
+HC_INLINE void fl_room_down(hc_free_list *list) { __asm__("subl $1, %0" : "+m"(list->room)); }
+#else
+HC_INLINE void fl_room_up(hc_free_list *list) { fl_set_room(list, list->room + 1); }
+HC_INLINE void fl_room_down(hc_free_list *list) { fl_set_room(list, list->room - 1); }
+#endif
+
+/* room == 0: the list is at its limit. On x86 one compare with memory (gcc
+ * would load and test: one more instruction on every free). */
+HC_INLINE int fl_full(const hc_free_list *list) {
+#if HC_FL_X86
+    unsigned char full;
+    __asm__("cmpl $0, %1" : "=@cce"(full) : "m"(list->room));
+    return full;
+#else
+    return list->room == 0;
+#endif
+}
+
+/* Objects on the list; any thread may ask (stats), the answer a snapshot. */
+HC_INLINE uint32_t fl_length(const hc_free_list *list) {
+    return __atomic_load_n(&list->max_length, __ATOMIC_RELAXED) -
+           __atomic_load_n(&list->room, __ATOMIC_RELAXED);
+}
+
+/* Changes the limit, keeping the length: room moves by the same amount. */
+HC_INLINE void fl_set_limit(hc_free_list *list, uint32_t limit) {
+    fl_set_room(list, list->room + (limit - list->max_length));
+    __atomic_store_n(&list->max_length, limit, __ATOMIC_RELAXED);
+}
 
 HC_INLINE void *fl_next(void *obj) {
     track_internal_begin(obj, sizeof(void *));
@@ -38,17 +106,10 @@ HC_INLINE void fl_set_next(void *obj, void *next) {
 
 HC_INLINE int fl_empty(const hc_free_list *list) { return list->head == NULL; }
 
-/* Only the owner writes a length, but stats read other threads' lengths
- * (relaxed atomic loads): the store is a relaxed atomic too, so that read is
- * no data race in C11. On x86 it is the same one `mov`. */
-HC_INLINE void fl_set_length(hc_free_list *list, uint32_t length) {
-    __atomic_store_n(&list->length, length, __ATOMIC_RELAXED);
-}
-
 HC_INLINE void fl_push(hc_free_list *list, void *obj) {
     fl_set_next(obj, list->head);
     list->head = obj;
-    fl_set_length(list, list->length + 1);
+    fl_room_down(list);
 }
 
 /* Returns NULL when the list is empty. */
@@ -56,7 +117,7 @@ HC_INLINE void *fl_pop(hc_free_list *list) {
     void *obj = list->head;
     if (HC_LIKELY(obj != NULL)) {
         list->head = fl_next(obj);
-        fl_set_length(list, list->length - 1);
+        fl_room_up(list);
     }
     return obj;
 }
@@ -65,7 +126,7 @@ HC_INLINE void *fl_pop(hc_free_list *list) {
 HC_INLINE void fl_push_range(hc_free_list *list, void *first, void *last, uint32_t n) {
     fl_set_next(last, list->head);
     list->head = first;
-    fl_set_length(list, list->length + n);
+    fl_set_room(list, list->room - n);
 }
 
 /* Detaches up to `n` objects as a NULL-terminated chain; returns how many,
@@ -80,7 +141,7 @@ HC_INLINE uint32_t fl_pop_range(hc_free_list *list, uint32_t n, void **first, vo
     }
     if (tail != NULL) fl_set_next(tail, NULL);
     list->head = obj;
-    fl_set_length(list, list->length - taken);
+    fl_set_room(list, list->room + taken);
     *first = taken ? head : NULL;
     *last = tail;
     return taken;

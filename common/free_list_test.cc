@@ -11,10 +11,10 @@ TEST(FreeList, PushPopIsLastInFirstOut) {
     void *objs[4][2];
     hc_free_list list = {};
     for (auto &o : objs) fl_push(&list, o);
-    EXPECT_EQ(list.length, 4u);
+    EXPECT_EQ(fl_length(&list), 4u);
     for (int i = 3; i >= 0; i--) EXPECT_EQ(fl_pop(&list), objs[i]);
     EXPECT_EQ(fl_pop(&list), nullptr);
-    EXPECT_EQ(list.length, 0u);
+    EXPECT_EQ(fl_length(&list), 0u);
     EXPECT_TRUE(fl_empty(&list));
 }
 
@@ -24,14 +24,14 @@ TEST(FreeList, RangesMoveWithTheirLength) {
     for (auto &o : objs) fl_push(&list, o);
     void *first, *last;
     EXPECT_EQ(fl_pop_range(&list, 4, &first, &last), 4u);
-    EXPECT_EQ(list.length, 6u);
+    EXPECT_EQ(fl_length(&list), 6u);
     EXPECT_EQ(first, objs[9]);
     EXPECT_EQ(last, objs[6]);
     EXPECT_EQ(fl_next(last), nullptr);
 
     hc_free_list other = {};
     fl_push_range(&other, first, last, 4);
-    EXPECT_EQ(other.length, 4u);
+    EXPECT_EQ(fl_length(&other), 4u);
     EXPECT_EQ(fl_pop(&other), objs[9]);
 
     // Asking for more than there is takes what there is.

@@ -2,17 +2,6 @@
  * size-class computation that needs a loop. */
 #include "common/size_class.h"
 
-/* The class of a request of `s` bytes, 1 <= s <= 1024, as a constant
- * expression (the table below is built by the compiler, not at run time, so
- * the very first malloc of a process can use it). It spells out sc_index()
- * for k = 8 (257..512) and k = 9 (513..1024); size_class_test checks that
- * the two agree for every size. */
-#define SC_CLASS_OF(s)                          \
-    ((s) <= 8     ? 1                           \
-     : (s) <= 256 ? (((s) + 15) >> 4) + 1       \
-     : (s) <= 512 ? 10 + (((s) - 1) >> 5)       \
-                  : 18 + (((s) - 1) >> 6))
-
 /* Entry i serves sizes 8i+1 .. 8i+8, whose class is that of 8i+8. */
 #define SC_ENTRY(i) SC_CLASS_OF(8 * (i) + 8)
 #define SC_ROW(i)                                                     \

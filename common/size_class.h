@@ -42,6 +42,18 @@
 #define HC_TABLE_MAX_SIZE 1024
 extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
 
+/* The class of a request of `s` bytes, 1 <= s <= 1024, as a constant
+ * expression (sc_table, and the thread cache's table of list offsets, are
+ * built by the compiler, not at run time, so the very first malloc of a
+ * process can use them). It spells out sc_index() for k = 8 (257..512) and
+ * k = 9 (513..1024); size_class_test checks that the two agree for every
+ * size. */
+#define SC_CLASS_OF(s)                          \
+    ((s) <= 8     ? 1                           \
+     : (s) <= 256 ? (((s) + 15) >> 4) + 1       \
+     : (s) <= 512 ? 10 + (((s) - 1) >> 5)       \
+                  : 18 + (((s) - 1) >> 6))
+
 /* The class of a request of 1..HC_TABLE_MAX_SIZE bytes: one load. */
 HC_INLINE unsigned sc_index_small(size_t size) {
     return sc_table[(size - 1) >> 3];

@@ -106,7 +106,7 @@ static HC_NOINLINE void free_slow(void *ptr, size_t size) {
 HC_EXPORT void *hc_malloc(size_t size) {
     tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
-        void *obj = tc_try_alloc(tc, sc_index_small(size));
+        void *obj = tc_list_try_alloc(tc_list_small(tc, size));
         if (HC_LIKELY(obj != NULL)) {
             track_alloc(obj, size, 0);
             return obj;
@@ -117,9 +117,8 @@ HC_EXPORT void *hc_malloc(size_t size) {
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     track_free(ptr, size); /* from here on only the free list may touch it */
-    tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
-        if (HC_LIKELY(tc_try_free(tc, sc_index_small(size), ptr)))
+        if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
     }
     free_slow(ptr, size);

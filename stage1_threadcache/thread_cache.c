@@ -41,7 +41,7 @@ tc_cache *tc_get_or_create(void) {
     if (tc == NULL)
         return NULL;
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-        tc->lists[cls].max_length = UINT32_MAX; /* stage 1: no limit */
+        fl_set_limit(&tc->lists[cls], UINT32_MAX); /* stage 1: no limit */
     hc_lock_acquire(&tc_registry_lock);
     tc->next_cache = tc_registry;
     tc_registry = tc;
@@ -110,7 +110,7 @@ void tc_collect_stats(hc_stats *out) {
          * snapshot that may be a batch out of date, never a torn value. */
         carved += __atomic_load_n(&tc->carved_bytes, __ATOMIC_RELAXED);
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-            cached += (size_t)__atomic_load_n(&tc->lists[cls].length, __ATOMIC_RELAXED) * sc_size(cls);
+            cached += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
     }
     hc_lock_release(&tc_registry_lock);
     out->thread_cache_bytes += cached;

@@ -12,6 +12,7 @@
 #ifndef HC_THREAD_CACHE_H_
 #define HC_THREAD_CACHE_H_
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,40 +29,86 @@ typedef struct tc_cache {
     size_t carved_bytes;                /* stage 1: bytes carved for this thread so far */
     char *chunk_cursor;                 /* stage 1: unused part of the thread's chunk */
     char *chunk_end;
-    size_t capacity_bytes;              /* stage 4: sum of max_length x size: what the lists may hold */
-    size_t share_bytes;                 /* stage 4: this thread's part of the thread-cache budget */
+    /* Stage 2: what the slow path learns about each list between visits. */
+    uint32_t slow_calls;                /* slow-path visits since the last scavenge */
+    uint8_t overages[HC_NUM_CLASSES];   /* overflows of lists[cls] since its limit last moved */
+    uint64_t ran_dry[2];                /* bit cls: lists[cls] was refilled since the last scavenge */
+    /* Stage 4: the thread-cache budget (stage4_reclaim/thread_cache.c). */
+    uint64_t used_classes[2];           /* bit cls: lists[cls] has a limit above 0 */
+    size_t capacity_bytes;              /* sum of max_length x size: what the lists may hold */
+    size_t spare_bytes;                 /* budget held but not yet used; others may take it */
+    unsigned active_epoch;              /* tc_epoch when this thread last needed budget */
+    unsigned failed_claims;             /* claims refused since the last steal sweep */
+    pthread_mutex_t owner_alive;        /* robust: held by the owner, so its death shows */
 } HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
                               * belong to different threads, and must not share one */
 
+/* One bit per size class (the used, ran-dry sets above). */
+HC_INLINE void tc_class_set(uint64_t bits[2], unsigned cls) { bits[cls >> 6] |= (uint64_t)1 << (cls & 63); }
+HC_INLINE void tc_class_clear(uint64_t bits[2], unsigned cls) { bits[cls >> 6] &= ~((uint64_t)1 << (cls & 63)); }
+HC_INLINE int tc_class_test(const uint64_t bits[2], unsigned cls) { return (int)(bits[cls >> 6] >> (cls & 63)) & 1; }
+
 /* The calling thread's cache. Never NULL: a thread starts out pointing at
  * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
- * (max_length 0, so free overflows). Both misses lead to the slow path,
+ * (room 0, so free overflows). Both misses lead to the slow path,
  * which gives the thread a real cache; the fast path needs no NULL check. */
 extern HC_THREAD_LOCAL tc_cache *tc_current;
 extern tc_cache tc_sentinel;
 
 /* ---- Fast path ------------------------------------------------------------
- * A hit costs: one TLS load, one table load for the class, one load and one
- * store of the list head, the length update (see docs/stage1.md for the
- * instruction listing). */
+ * A hit costs: one TLS load, one table load for the list's offset, one load
+ * and one store of the list head, the room counter (see docs/stage1.md for
+ * the instruction listing). */
 
-HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) {
-    HC_TRACE_HIT(HC_TRACE_TC_ALLOC_HIT, cls, !fl_empty(&tc->lists[cls])); /* common/trace.h */
+/* tc_list_offset[size - 1]: where in a tc_cache the list for a request of
+ * 1..HC_TABLE_MAX_SIZE bytes lies, in bytes. sc_table gives the class, but
+ * then the fast path must shift the size, and multiply the class by
+ * sizeof(hc_free_list) and add; one entry per size, holding the byte
+ * offset, saves all three (2 KiB of table instead of 128 bytes, of which a
+ * program touches the lines of the sizes it uses). Built by the compiler
+ * from SC_CLASS_OF (thread_cache_test checks it against sc_index). */
+#define TC_LIST_OFFSET(i) (uint16_t)(offsetof(tc_cache, lists) + SC_CLASS_OF((i) + 1) * sizeof(hc_free_list))
+#define TC_LIST_OFFSET_8(i)                                                           \
+    TC_LIST_OFFSET(i), TC_LIST_OFFSET(i + 1), TC_LIST_OFFSET(i + 2), TC_LIST_OFFSET(i + 3), \
+    TC_LIST_OFFSET(i + 4), TC_LIST_OFFSET(i + 5), TC_LIST_OFFSET(i + 6), TC_LIST_OFFSET(i + 7)
+#define TC_LIST_OFFSET_64(i)                                                                  \
+    TC_LIST_OFFSET_8(i), TC_LIST_OFFSET_8(i + 8), TC_LIST_OFFSET_8(i + 16), TC_LIST_OFFSET_8(i + 24), \
+    TC_LIST_OFFSET_8(i + 32), TC_LIST_OFFSET_8(i + 40), TC_LIST_OFFSET_8(i + 48), TC_LIST_OFFSET_8(i + 56)
+static const uint16_t tc_list_offset[HC_TABLE_MAX_SIZE] HC_UNUSED = {
+    TC_LIST_OFFSET_64(0),   TC_LIST_OFFSET_64(64),  TC_LIST_OFFSET_64(128), TC_LIST_OFFSET_64(192),
+    TC_LIST_OFFSET_64(256), TC_LIST_OFFSET_64(320), TC_LIST_OFFSET_64(384), TC_LIST_OFFSET_64(448),
+    TC_LIST_OFFSET_64(512), TC_LIST_OFFSET_64(576), TC_LIST_OFFSET_64(640), TC_LIST_OFFSET_64(704),
+    TC_LIST_OFFSET_64(768), TC_LIST_OFFSET_64(832), TC_LIST_OFFSET_64(896), TC_LIST_OFFSET_64(960),
+};
+
+/* The list that serves requests of `size` bytes, 1..HC_TABLE_MAX_SIZE. */
+HC_INLINE hc_free_list *tc_list_small(tc_cache *tc, size_t size) {
+    return (hc_free_list *)((char *)tc + tc_list_offset[size - 1]);
+}
+
+HC_INLINE void *tc_list_try_alloc(hc_free_list *list) {
+    /* common/trace.h; the class is the list's index in this thread's cache */
+    HC_TRACE_HIT(HC_TRACE_TC_ALLOC_HIT, (unsigned)(list - tc_current->lists), !fl_empty(list));
     /* LAB BEGIN: fast_path_pop */
-    return fl_pop(&tc->lists[cls]);
+    return fl_pop(list);
     /* LAB END: fast_path_pop */
 }
 
 /* Returns 0 (and does nothing) when the list is at its limit. */
-HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
-    HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, cls, tc->lists[cls].length < tc->lists[cls].max_length);
+HC_INLINE int tc_list_try_free(hc_free_list *list, void *obj) {
+    HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, (unsigned)(list - tc_current->lists), !fl_full(list));
     /* LAB BEGIN: fast_path_push */
-    hc_free_list *list = &tc->lists[cls];
-    if (HC_UNLIKELY(list->length >= list->max_length))
+    if (HC_UNLIKELY(fl_full(list)))
         return 0;
     fl_push(list, obj);
     return 1;
     /* LAB END: fast_path_push */
+}
+
+/* By class (slow paths, and hc_free, which finds the class in the page map). */
+HC_INLINE void *tc_try_alloc(tc_cache *tc, unsigned cls) { return tc_list_try_alloc(&tc->lists[cls]); }
+HC_INLINE int tc_try_free(tc_cache *tc, unsigned cls, void *obj) {
+    return tc_list_try_free(&tc->lists[cls], obj);
 }
 
 /* ---- Slow path (thread_cache.c of each stage) ----------------------------- */

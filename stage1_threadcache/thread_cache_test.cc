@@ -28,7 +28,14 @@ TEST(ThreadCache, ANewThreadStartsOnTheSentinel) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         EXPECT_EQ(tc_sentinel.lists[cls].head, nullptr) << "the sentinel is never written";
         EXPECT_EQ(tc_sentinel.lists[cls].max_length, 0u);
+        EXPECT_EQ(tc_sentinel.lists[cls].room, 0u) << "full: every free misses";
     }
+}
+
+TEST(ThreadCache, TheFastPathFindsTheListOfTheRightClass) {
+    tc_cache *tc = &tc_sentinel;
+    for (size_t size = 1; size <= HC_TABLE_MAX_SIZE; size++)
+        ASSERT_EQ(tc_list_small(tc, size), &tc->lists[sc_index(size)]) << "size " << size;
 }
 
 TEST(ThreadCache, FreeThenMallocReturnsTheSameObject) {
@@ -46,12 +53,12 @@ TEST(ThreadCache, RefillCarvesOneBatchOfNeighbours) {
         ASSERT_NE(first, nullptr);
         tc_cache *tc = tc_current;
         ASSERT_NE(tc, &tc_sentinel);
-        EXPECT_EQ(tc->lists[cls].length, sc_batch(cls) - 1) << "a refill brings one batch";
+        EXPECT_EQ(fl_length(&tc->lists[cls]), sc_batch(cls) - 1) << "a refill brings one batch";
         for (unsigned i = 1; i < sc_batch(cls); i++) {
             char *next = static_cast<char *>(hc_malloc(96));
             EXPECT_EQ(next, first + i * 96) << "carved in address order";
         }
-        EXPECT_EQ(tc->lists[cls].length, 0u);
+        EXPECT_EQ(fl_length(&tc->lists[cls]), 0u);
     }).join();
 }
 
@@ -73,7 +80,7 @@ TEST(ThreadCache, ListsHaveNoLimitInStage1) {
         std::vector<void *> ptrs;
         for (int i = 0; i < 10000; i++) ptrs.push_back(hc_malloc(16));
         for (void *p : ptrs) hc_free_sized(p, 16);
-        EXPECT_GE(tc_current->lists[sc_index(16)].length, 10000u)
+        EXPECT_GE(fl_length(&tc_current->lists[sc_index(16)]), 10000u)
             << "stage 1 keeps every freed object in the thread";
     }).join();
 }
@@ -88,7 +95,7 @@ TEST(ThreadCache, ObjectsFreedByAnotherThreadStayThere) {
     size_t mapped = os_mapped_bytes();
     std::thread([&] {
         for (void *p : ptrs) hc_free_sized(p, 128);
-        EXPECT_EQ(tc_current->lists[sc_index(128)].length, 1000u);
+        EXPECT_EQ(fl_length(&tc_current->lists[sc_index(128)]), 1000u);
     }).join();
     std::thread([&] {
         for (int i = 0; i < 1000; i++) hc_malloc(128);

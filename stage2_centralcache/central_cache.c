@@ -82,11 +82,11 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     uint32_t carved = cc_carve_new_span(cls, &span_first, &span_last);
     if (carved == 0)
         return 0;
-    hc_free_list chain = {span_first, carved, 0};
+    hc_free_list chain = {span_first, 0u - carved, 0}; /* no limit: room -carved is length carved */
     got = fl_pop_range(&chain, want, first, last);
-    if (chain.length > 0) {
+    if (fl_length(&chain) > 0) {
         hc_lock_acquire(&bucket->lock);
-        fl_push_range(&bucket->objects, chain.head, span_last, chain.length);
+        fl_push_range(&bucket->objects, chain.head, span_last, fl_length(&chain));
         hc_lock_release(&bucket->lock);
     }
     return got;
@@ -107,7 +107,7 @@ void cc_collect_stats(hc_stats *out) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
         hc_lock_acquire(&bucket->lock);
-        central += (size_t)bucket->objects.length * sc_size(cls);
+        central += (size_t)fl_length(&bucket->objects) * sc_size(cls);
         /* The tail of a span too small for one more object counts as in
          * use: it is memory the class holds and nobody else can. */
         spans += bucket->span_bytes;

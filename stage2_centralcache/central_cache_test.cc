@@ -34,12 +34,12 @@ TEST(CentralCache, SlowStartGrowsTheBatchOneByOneThenByBatches) {
         std::vector<uint32_t> limits;    // the list's limit after each refill
         std::vector<uint32_t> fetched;   // objects each refill brought
         for (int i = 0; i < 3000; i++) {
-            bool empty = tc_current->lists[cls].length == 0;
+            bool empty = fl_length(&tc_current->lists[cls]) == 0;
             void *p = hc_malloc(size);
             ASSERT_NE(p, nullptr);
             if (empty) {
                 limits.push_back(tc_current->lists[cls].max_length);
-                fetched.push_back(tc_current->lists[cls].length + 1);
+                fetched.push_back(fl_length(&tc_current->lists[cls]) + 1);
             }
         }
         ASSERT_GE(limits.size(), 40u);
@@ -121,11 +121,11 @@ TEST(CentralCache, AFullListGivesABatchBack) {
         size_t central_before = CentralBytes();
         for (void *p : ptrs) hc_free_sized(p, size);
         const hc_free_list &list = tc_current->lists[cls];
-        EXPECT_LE(list.length, list.max_length);
+        EXPECT_LE(fl_length(&list), list.max_length);
         EXPECT_LE(list.max_length, 8192u) << "the cap";
         EXPECT_GT(CentralBytes(), central_before) << "the overflow went to the central cache";
         hc_thread_flush();
-        EXPECT_EQ(list.length, 0u) << "flush empties the lists";
+        EXPECT_EQ(fl_length(&list), 0u) << "flush empties the lists";
     }).join();
 }
 

@@ -56,17 +56,18 @@ TEST(ListLimits, AnOverflowGivesBackAtMostOneBatchAndKeepsTheRest) {
         int overflows = 0;
         for (void *p : ptrs) {
             // tc_current changes on the first free (the sentinel's lists are empty).
-            uint32_t before = tc_current->lists[cls].length;
+            uint32_t before = fl_length(&tc_current->lists[cls]);
             hc_free_sized(p, kSize);
             const hc_free_list &now = tc_current->lists[cls];
-            ASSERT_LE(now.length, now.max_length) << "a list past its limit";
+            ASSERT_LE(fl_length(&now), now.max_length) << "a list past its limit";
             ASSERT_LE(now.max_length, kCap) << "a limit past the cap";
-            if (now.length < before + 1) {
+            if (fl_length(&now) < before + 1) {
                 overflows++;
-                uint32_t returned = before + 1 - now.length;
+                uint32_t returned = before + 1 - fl_length(&now);
                 ASSERT_LE(returned, batch) << "an overflow gave back " << returned << " objects, more than a batch";
-                if (before + 1 > batch)
-                    ASSERT_GT(now.length, 0u) << "an overflow emptied a list of " << before + 1;
+                if (before + 1 > batch) {
+                    ASSERT_GT(fl_length(&now), 0u) << "an overflow emptied a list of " << before + 1;
+                }
             }
         }
         EXPECT_GT(overflows, 0) << "50 batches freed and no overflow: is there a limit?";

@@ -176,6 +176,12 @@ static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
     errno = saved_errno;
 }
 
+/* The sized fast path's miss, with the size: the class is looked up here,
+ * so the fast path keeps no register for it. */
+static HC_NOINLINE void free_small_sized_slow(void *ptr, size_t size) {
+    free_small_slow(ptr, sc_index_small(size));
+}
+
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
     if (ptr == NULL)
         return;
@@ -220,7 +226,7 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
 HC_EXPORT void *hc_malloc(size_t size) {
     tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
-        void *obj = tc_try_alloc(tc, sc_index_small(size));
+        void *obj = tc_list_try_alloc(tc_list_small(tc, size));
         if (HC_LIKELY(obj != NULL)) {
             note_alloc(obj, size, 0);
             return obj;
@@ -231,11 +237,10 @@ HC_EXPORT void *hc_malloc(size_t size) {
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
-        unsigned cls = sc_index_small(size);
-        note_free_sized(ptr, size, cls);
-        if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
+        note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
+        if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
-        free_small_slow(ptr, cls);
+        free_small_sized_slow(ptr, size);
         return;
     }
     free_sized_slow(ptr, size);

@@ -1,5 +1,6 @@
 // stage4_reclaim/budget_test.cc — all thread caches together stay under
-// HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES (the BUILD sets it to 8 MiB here).
+// HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES (the BUILD sets it to 8 MiB here),
+// plus each live thread's floor.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,17 +11,32 @@
 
 extern "C" {
 #include "common/hcmalloc.h"
+#include "stage1_threadcache/thread_cache.h"
 #include "stage4_reclaim/reclaim.h"
 }
 
 namespace {
 
-TEST(Budget, SixtyFourCachingThreadsStayUnderTheBudget) {
-    const int threads = 64;
+// The invariants of reclaim.h, and what the caches hold against them.
+void ExpectBudgetHolds(const char *when) {
+    hc_stats stats;
+    hc_get_stats(&stats);
     tc_budget_stats budget;
     tc_budget_snapshot(&budget);
-    ASSERT_EQ(budget.budget_bytes, (size_t)8 << 20) << "set by the test's env in BUILD";
+    size_t floors = budget.live_caches * budget.floor_bytes;
+    EXPECT_LE(stats.thread_cache_bytes, budget.capacity_bytes) << when;
+    EXPECT_LE(budget.capacity_bytes, budget.share_bytes + floors) << when;
+    EXPECT_LE(budget.share_bytes + budget.unclaimed_bytes, budget.budget_bytes) << when;
+    std::printf("%s: %zu live caches, %zu KiB cached, %zu KiB capacity, %zu KiB of the budget "
+                "held, %zu KiB unclaimed, budget %zu KiB + floors %zu KiB\n",
+                when, budget.live_caches, stats.thread_cache_bytes >> 10, budget.capacity_bytes >> 10,
+                budget.share_bytes >> 10, budget.unclaimed_bytes >> 10, budget.budget_bytes >> 10,
+                floors >> 10);
+}
 
+// `threads` threads that each cache as much as they can (allocate a lot of
+// several classes, free it all into their own cache), then stay alive.
+void CachingThreadsStayUnderTheBudget(int threads, int objects, const char *when) {
     std::mutex mutex;
     std::condition_variable cv;
     int cached = 0;
@@ -28,11 +44,9 @@ TEST(Budget, SixtyFourCachingThreadsStayUnderTheBudget) {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; t++)
         pool.emplace_back([&, t] {
-            // Each thread caches as much as it can: allocate a lot of several
-            // classes, then free it all into its own cache.
             std::vector<std::pair<void *, size_t>> got;
             for (int round = 0; round < 4; round++) {
-                for (int i = 0; i < 3000; i++) {
+                for (int i = 0; i < objects; i++) {
                     size_t size = 16 << ((t + i) % 8);  // 16 B .. 2 KiB
                     got.emplace_back(hc_malloc(size), size);
                 }
@@ -48,16 +62,22 @@ TEST(Budget, SixtyFourCachingThreadsStayUnderTheBudget) {
         std::unique_lock<std::mutex> lock(mutex);
         cv.wait(lock, [&] { return cached == threads; });
     }
-    hc_stats stats;
-    hc_get_stats(&stats);
+    ExpectBudgetHolds(when);
+    tc_budget_stats budget;
     tc_budget_snapshot(&budget);
-    EXPECT_LE(stats.thread_cache_bytes, budget.budget_bytes);
-    EXPECT_LE(budget.capacity_bytes, budget.share_bytes);
-    EXPECT_LE(budget.share_bytes + budget.unclaimed_bytes, budget.budget_bytes);
-    EXPECT_GT(stats.thread_cache_bytes, budget.budget_bytes / 4) << "the threads did use the budget";
-    std::printf("64 threads: %zu KiB cached, %zu KiB reserved, budget %zu KiB\n",
-                stats.thread_cache_bytes >> 10, budget.capacity_bytes >> 10,
-                budget.budget_bytes >> 10);
+    EXPECT_GE(budget.live_caches, (size_t)threads);
+    EXPECT_GT(budget.share_bytes + budget.unclaimed_bytes, budget.budget_bytes - budget.budget_bytes / 64)
+        << "the budget is all accounted for: held or unclaimed";
+    if (budget.unclaimed_bytes < budget.budget_bytes / 8)
+        std::thread([] {
+            // The budget is (nearly) all held: a new thread still caches,
+            // within its floor.
+            const size_t size = 64;
+            std::vector<void *> ptrs;
+            for (int i = 0; i < 100; i++) ptrs.push_back(hc_malloc(size));
+            for (void *p : ptrs) hc_free_sized(p, size);
+            EXPECT_GE(fl_length(&tc_current->lists[sc_index(size)]), 8u) << "the floor gives it a cache";
+        }).join();
     {
         std::lock_guard<std::mutex> lock(mutex);
         done = true;
@@ -69,41 +89,63 @@ TEST(Budget, SixtyFourCachingThreadsStayUnderTheBudget) {
         << "exited threads gave their share back";
 }
 
+TEST(Budget, SixtyFourCachingThreadsStayUnderTheBudget) {
+    tc_budget_stats budget;
+    tc_budget_snapshot(&budget);
+    ASSERT_EQ(budget.budget_bytes, (size_t)8 << 20) << "set by the test's env in BUILD";
+    CachingThreadsStayUnderTheBudget(64, 3000, "64 threads");
+}
+
+TEST(Budget, AThousandLiveThreadsStayUnderTheBudget) {
+    CachingThreadsStayUnderTheBudget(1000, 300, "1000 threads");
+}
+
 TEST(Budget, ABusyThreadTakesShareFromIdleOnes) {
-    // 120 idle threads each take a starting share (64 KiB) and use almost
-    // none of it, leaving well under 1 MiB of the 8 MiB budget unclaimed. A
-    // busy thread must then grow past that by taking the idle threads' spare.
-    const int idle = 120;
+    // 250 idle threads each claim budget (a cache above the floor), then
+    // flush it: their limits drop and what they claimed stays with them as
+    // spare (32 KiB each), leaving under 2 MiB of the 8 MiB budget
+    // unclaimed. A busy thread must then grow past that by taking the idle
+    // threads' spare.
+    const int idle = 250;
     std::mutex mutex;
     std::condition_variable cv;
     int started = 0;
     bool done = false;
     std::vector<std::thread> idlers;
-    for (int i = 0; i < idle; i++)
+    for (int i = 0; i < idle; i++) {
         idlers.emplace_back([&] {
-            hc_free_sized(hc_malloc(32), 32);
+            std::vector<void *> ptrs;
+            for (int j = 0; j < 1000; j++) ptrs.push_back(hc_malloc(512));
+            for (void *p : ptrs) hc_free_sized(p, 512);
+            hc_thread_flush();
             std::unique_lock<std::mutex> lock(mutex);
             started++;
             cv.notify_all();
             cv.wait(lock, [&] { return done; });
         });
-    {
+        // One at a time, so none takes another's spare while it works.
         std::unique_lock<std::mutex> lock(mutex);
-        cv.wait(lock, [&] { return started == idle; });
+        cv.wait(lock, [&] { return started == i + 1; });
     }
     tc_budget_stats before;
     tc_budget_snapshot(&before);
-    EXPECT_LT(before.unclaimed_bytes, (size_t)1 << 20);
+    EXPECT_LE(before.unclaimed_bytes, before.budget_bytes / 4) << "the idle threads hold the budget";
     std::thread([&] {
-        std::vector<void *> ptrs;
-        for (int i = 0; i < 20000; i++) ptrs.push_back(hc_malloc(256));
-        for (void *p : ptrs) hc_free_sized(p, 256);
-        hc_stats stats;
-        hc_get_stats(&stats);
-        EXPECT_GT(stats.thread_cache_bytes, before.unclaimed_bytes + ((size_t)256 << 10))
-            << "the busy thread cached more than the unclaimed budget: it took idle share";
-        std::printf("busy thread cached %zu KiB with %zu KiB unclaimed at its start\n",
-                    stats.thread_cache_bytes >> 10, before.unclaimed_bytes >> 10);
+        // Three classes, each up to its 1 MiB list cap: the lists' limits
+        // grow as the refills come (the capacity), while the objects are out.
+        std::vector<std::pair<void *, size_t>> ptrs;
+        for (int i = 0; i < 15000; i++) {
+            size_t size = (size_t)256 << (i % 3);
+            ptrs.emplace_back(hc_malloc(size), size);
+        }
+        tc_budget_stats busy;
+        tc_budget_snapshot(&busy);
+        size_t grown = busy.capacity_bytes - before.capacity_bytes;
+        EXPECT_GT(grown, before.unclaimed_bytes + busy.floor_bytes + ((size_t)512 << 10))
+            << "the busy thread grew past the unclaimed budget: it took idle share";
+        std::printf("busy thread's capacity grew by %zu KiB with %zu KiB unclaimed at its start\n",
+                    grown >> 10, before.unclaimed_bytes >> 10);
+        for (auto &[p, size] : ptrs) hc_free_sized(p, size);
     }).join();
     tc_budget_stats after;
     tc_budget_snapshot(&after);

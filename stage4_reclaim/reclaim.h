@@ -8,12 +8,17 @@
 
 typedef struct tc_budget_stats {
     size_t budget_bytes;    /* HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES */
-    size_t share_bytes;     /* given to live threads */
-    size_t capacity_bytes;  /* of which reserved by their lists' limits */
-    size_t unclaimed_bytes; /* held by no thread */
+    size_t floor_bytes;     /* capacity each thread has outside the budget */
+    size_t share_bytes;     /* budget held by live threads (charged + spare) */
+    size_t capacity_bytes;  /* what their lists' limits allow, floors included */
+    size_t unclaimed_bytes; /* budget held by no thread */
     size_t live_caches;     /* threads with a cache */
 } tc_budget_stats;
+/* Invariants: capacity <= share + live_caches x floor;
+ *             share + unclaimed <= budget (== when no claim is in flight). */
 
+/* Reclaims the caches of threads that died without their exit destructor,
+ * then adds up the rest. Takes the registry lock. */
 void tc_budget_snapshot(tc_budget_stats *out);
 
 /* Taken before fork() and released after it, in parent and child. */

@@ -1,5 +1,6 @@
 // stage4_reclaim/thread_exit_test.cc — an exiting thread's cache comes back.
 #include <gtest/gtest.h>
+#include <limits.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -87,6 +88,37 @@ TEST(ThreadExit, DestructorsThatRunAfterOursMayStillAllocate) {
     EXPECT_EQ(late_destructor_ran.load(), 50);
     EXPECT_EQ(LiveCaches(), caches_before) << "no cache was recreated and left behind";
     pthread_key_delete(late_key);
+}
+
+// A thread whose first allocation happens in destructor round `round` of
+// another key (PTHREAD_DESTRUCTOR_ITERATIONS rounds at most): the key's
+// destructor re-arms itself until that round, then allocates.
+pthread_key_t round_key;
+std::atomic<int> rounds_allocated{0};
+void AllocateInRound(void *remaining) {
+    uintptr_t left = reinterpret_cast<uintptr_t>(remaining);
+    if (left > 1) {
+        pthread_setspecific(round_key, reinterpret_cast<void *>(left - 1));
+        return;
+    }
+    void *p = hc_malloc(48);
+    hc_free_sized(p, 48);
+    rounds_allocated++;
+}
+
+TEST(ThreadExit, FirstMallocInAnyDestructorRoundLeavesNoCache) {
+    hc_free_sized(hc_malloc(16), 16);  // the allocator's key exists before round_key
+    ASSERT_EQ(pthread_key_create(&round_key, AllocateInRound), 0);
+    size_t caches_before = LiveCaches();
+    for (uintptr_t round = 1; round <= PTHREAD_DESTRUCTOR_ITERATIONS; round++) {
+        rounds_allocated = 0;
+        for (int i = 0; i < 20; i++)
+            std::thread([round] { pthread_setspecific(round_key, reinterpret_cast<void *>(round)); })
+                .join();
+        EXPECT_EQ(rounds_allocated.load(), 20) << "round " << round;
+        EXPECT_EQ(LiveCaches(), caches_before) << "first malloc in destructor round " << round;
+    }
+    pthread_key_delete(round_key);
 }
 
 TEST(ThreadExit, AThreadWhoseFirstCallIsAFreeGetsReclaimedToo) {

@@ -1,0 +1,62 @@
+// stage2_centralcache/thread_cache_test.cc — the thread cache's lists
+// shrink: a list that keeps overflowing lowers its limit (ListTooLong), and
+// the scavenge gives back what a list held without being asked for it.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "common/hcmalloc.h"
+#include "stage1_threadcache/thread_cache.h"
+}
+
+namespace {
+
+std::vector<void *> AllocateMany(size_t size, int n) {
+    std::vector<void *> ptrs;
+    for (int i = 0; i < n; i++) ptrs.push_back(hc_malloc(size));
+    return ptrs;
+}
+
+void FreeAll(const std::vector<void *> &ptrs, size_t size) {
+    for (void *p : ptrs) hc_free_sized(p, size);
+}
+
+TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutABatch) {
+    const size_t size = 64;
+    const unsigned cls = sc_index(size);
+    std::vector<void *> produced = AllocateMany(size, 20000);  // by this thread
+    std::thread([&] {
+        // The consumer first grows its own limit high (its refills), then
+        // only frees what another thread allocated.
+        FreeAll(AllocateMany(size, 5000), size);
+        uint32_t grown = tc_current->lists[cls].max_length;
+        FreeAll(produced, size);
+        const hc_free_list &list = tc_current->lists[cls];
+        EXPECT_GT(grown, 1000u);
+        EXPECT_LE(list.max_length, 2 * sc_batch(cls)) << "the limit shrank back";
+        EXPECT_LE(fl_length(&list), 2 * sc_batch(cls)) << "and it holds about a batch, not the cap";
+        std::printf("limit %u after 5000 refilled mallocs, %u after 20000 frees; %u objects held\n",
+                    grown, list.max_length, fl_length(&list));
+    }).join();
+}
+
+TEST(ThreadCacheLists, TheScavengeEmptiesAListThatStopsBeingUsed) {
+    std::thread([] {
+        const size_t idle_size = 96, busy_size = 1024;
+        const unsigned idle_cls = sc_index(idle_size);
+        FreeAll(AllocateMany(idle_size, 2000), idle_size);
+        uint32_t held = fl_length(&tc_current->lists[idle_cls]);
+        EXPECT_GT(held, 1000u) << "the list kept what it was given back";
+        // Thousands of refills of another class: the slow path runs often,
+        // and each scavenge halves the list nobody takes from.
+        std::vector<void *> busy = AllocateMany(busy_size, 50000);
+        uint32_t left = fl_length(&tc_current->lists[idle_cls]);
+        EXPECT_LT(left, held / 16) << "the idle list went back to the central cache";
+        std::printf("idle list: %u objects, %u after 50000 mallocs of another class\n", held, left);
+        FreeAll(busy, busy_size);
+    }).join();
+}
+
+}  // namespace
