@@ -47,6 +47,7 @@ COMMON_PATHS = [
     "tests",
     "third_party",
     os.path.join("tools", "setup.sh"),
+    os.path.join("tools", "config"),  # the --config settings the BUILD files load
     os.path.join("tools", "grade.py"),
     os.path.join("tools", "trace_driver.c"),
 ]
