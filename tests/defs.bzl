@@ -2,7 +2,8 @@
 
 A stage's BUILD calls `hc_stage_tests(stage = ":hcmalloc")` and gets, in its
 own package:
-  conformance_test       the API contract of docs/design.md
+  conformance_test       the API contract of docs/design.md, and memory
+                         accounting after every test (accounting_test.cc)
   stress_test            threads, random sizes, cross-thread frees, patterns
   stress_test_tsan       the stress test with the stage built under TSan
   stress_test_asan       the stress test built under ASan, free memory
@@ -31,6 +32,7 @@ def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
         size = "small",
         env = {"HC_EXPECTED_STAGE": native.package_name()},
         deps = [
+            "//tests:accounting",
             "//tests:conformance",
             stage,
             "@googletest//:gtest_main",

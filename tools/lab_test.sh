@@ -18,6 +18,23 @@
 # of its own, shut down at the end), so googletest is built once for all
 # stages and the developer's workspace is never touched.
 #
+# Then, in the skeleton, the handout (LAB.md):
+#   3. names every test target of //STAGE:all, and every file path it
+#      names exists in the workspace (no question points outside it);
+#   4. every command in its ```sh blocks runs: `tools/make_lab.py STAGE labN`
+#      in a scratch copy of the clone (after which the clone's `bazel query
+#      //...` must still work: .bazelignore), `bazel` commands analysed in
+#      the workspace (--nobuild: the reference copy ran the tests already),
+#      `tools/grade.py` for real (its preview sheet must come out, below
+#      half marks for a skeleton); `cd` and `tools/setup.sh` are skipped.
+# And once, if stage2_centralcache is among the stages, the grader itself:
+#   5. tools/grade.py --handin on three hand-ins of lab 2, the reference, a
+#      leaky one (tools/mutants.py's fetch_drops_span_rest) and a half-done
+#      one (make_lab.py --keep: overflow_to_central missing), must rank
+#      them: reference > leaky > half, the reference passing every test,
+#      the leaky one losing space points. HC_LAB_TEST_GRADER=0 skips 4's grade
+#      runs and 5 (they add about a minute per stage and three for 5).
+#
 # First tools/make_lab_test.py checks the marker parsing on its own.
 #
 # usage: tools/lab_test.sh [STAGE...]          called by tools/test.sh
@@ -53,6 +70,103 @@ trap "exit 130" INT TERM  # so that the EXIT trap cleans up
 # Flags: no colour or progress chatter in the log; --keep_going so a skeleton
 # reports every target, not just the first failure.
 flags=(--color=no --curses=no --noshow_progress --keep_going)
+
+grader=${HC_LAB_TEST_GRADER:-1}
+
+# A copy of the clone as git sees it (tracked and new files, nothing ignored):
+# the handout's generate command runs there, never in the developer's tree.
+clone=$scratch/clone
+mkdir -p "$clone"
+(git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$clone") 2>/dev/null ||
+    (cd "$repo" && tar --exclude='./bazel-*' --exclude='./lab[0-9]*' -cf - . | tar -C "$clone" -xf -)
+clone_queried=0
+
+# Runs the commands of LAB.md's ```sh blocks for $stage; returns the failures.
+run_handout_commands() {
+    local stage=$1 handout=$workspace/LAB.md bad=0 line cmd
+    while IFS= read -r line; do
+        cmd=${line%%#*}
+        cmd=$(echo "$cmd" | sed 's/[[:space:]]*$//')
+        [ -z "$cmd" ] && continue
+        case "$cmd" in
+        "cd "* | tools/setup.sh) echo "  skipped: $cmd" ;;
+        tools/make_lab.py*)
+            echo "  run in a copy of the clone: $cmd"
+            if ! (cd "$clone" && eval "$cmd" >/dev/null); then
+                echo "FAIL: the handout's '$cmd' fails from the clone's root" >&2
+                bad=$((bad + 1))
+            elif [ $clone_queried -eq 0 ]; then
+                clone_queried=1
+                if ! (cd "$clone" && bazel --output_base="$scratch/clone_ob" query //... >"$scratch/query.log" 2>&1) ||
+                    grep -q "^//lab" "$scratch/query.log"; then
+                    tail -20 "$scratch/query.log"
+                    echo "FAIL: after '$cmd', the clone's bazel query //... fails or sees the lab" >&2
+                    bad=$((bad + 1))
+                fi
+                (cd "$clone" && bazel --output_base="$scratch/clone_ob" shutdown >/dev/null 2>&1) || true
+            fi ;;
+        "bazel test"*":all"* | "bazel build"*)
+            # Every flavour: analysed only (the TSan, ASan and Valgrind builds
+            # would take minutes, and the main tree runs them).
+            echo "  analysed in the skeleton: $cmd"
+            local rest=${cmd#bazel * } arg targets=()
+            for arg in $rest; do [[ $arg == --* ]] || targets+=("$arg"); done
+            if ! lab_bazel build --nobuild "${flags[@]}" "${targets[@]}" >"$scratch/handout.log" 2>&1; then
+                tail -20 "$scratch/handout.log"
+                echo "FAIL: the handout's '$cmd' does not analyse in the lab workspace" >&2
+                bad=$((bad + 1))
+            fi ;;
+        "bazel test"*)
+            # Plain targets: run, and in a skeleton they build and fail (exit 3).
+            echo "  run in the skeleton: $cmd"
+            local rc=0
+            eval "lab_bazel ${cmd#bazel } --color=no --curses=no --noshow_progress" >"$scratch/handout.log" 2>&1 || rc=$?
+            if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
+                tail -20 "$scratch/handout.log"
+                echo "FAIL: the handout's '$cmd' exits $rc in the lab workspace (want 0 or 3)" >&2
+                bad=$((bad + 1))
+            fi ;;
+        tools/grade.py*)
+            if [ "$grader" = 0 ]; then echo "  skipped (HC_LAB_TEST_GRADER=0): $cmd"; continue; fi
+            echo "  run in the skeleton: $cmd --reps 1"
+            rm -f "$workspace/grade.json"
+            if ! (cd "$workspace" && HC_GRADE_OUTPUT_BASE=$output_base \
+                    eval "$cmd --reps 1 --json grade.json" >"$scratch/grade.log" 2>&1) ||
+                ! python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["percent"] < 50 else 1)' \
+                    "$workspace/grade.json"; then
+                tail -30 "$scratch/grade.log"
+                echo "FAIL: the handout's '$cmd' gives no score sheet, or half marks to a skeleton" >&2
+                bad=$((bad + 1))
+            fi ;;
+        *)
+            echo "FAIL: lab_test does not know how to run the handout's command '$cmd'" >&2
+            bad=$((bad + 1)) ;;
+        esac
+    done < <(awk '/^```sh/{on=1; next} /^```/{on=0} on' "$handout")
+    return $bad
+}
+
+# The handout names every target that grades the lab, and no file the
+# workspace lacks.
+check_handout_text() {
+    local stage=$1 handout=$workspace/LAB.md bad=0 target path
+    for target in $(lab_bazel query --noshow_progress "tests(//$stage:all)" 2>/dev/null | sed 's/.*://'); do
+        if ! grep -q "\`$target\`\|$stage:$target" "$handout"; then
+            echo "FAIL: LAB.md of $stage never names the test target $target" >&2
+            bad=$((bad + 1))
+        fi
+    done
+    for path in $(grep -o '`[A-Za-z0-9_./-]*/[A-Za-z0-9_.-]*`' "$handout" | tr -d '`' | sort -u); do
+        case "$path" in
+        bazel-bin/* | docs/labs/instructors.md | //* | lab[0-9]*) continue ;;  # built, generated, or said to be elsewhere
+        esac
+        if [ ! -e "$workspace/$path" ]; then
+            echo "FAIL: LAB.md of $stage points to $path, which the workspace lacks" >&2
+            bad=$((bad + 1))
+        fi
+    done
+    return $bad
+}
 
 failures=0
 for stage in "${stages[@]}"; do
@@ -103,13 +217,67 @@ for stage in "${stages[@]}"; do
     lab_bazel test "${flags[@]}" "${plain[@]}" >"$scratch/skeleton.log" 2>&1 || rc=$?
     grep -E '^//.* (PASSED|FAILED|NO STATUS)' "$scratch/skeleton.log" || true
     if [ $rc -eq 3 ] && grep -qE "^//$stage:conformance_test .*FAILED" "$scratch/skeleton.log"; then
-        echo "ok: the $stage skeleton builds and fails its tests (bazel exit 3; stage took $((SECONDS - stage_start))s)"
+        echo "ok: the $stage skeleton builds and fails its tests (bazel exit 3)"
     else
         cat "$scratch/skeleton.log"
         echo "FAIL: the $stage skeleton should build and fail its tests: bazel exit $rc, want 3" >&2
         failures=$((failures + 1))
     fi
+
+    echo "== lab_test: $stage, the handout"
+    rc=0
+    check_handout_text "$stage" || rc=$?
+    run_handout_commands "$stage" || rc=$((rc + $?))
+    if [ $rc -eq 0 ]; then
+        echo "ok: the $stage handout names every target, only files the workspace has, and its commands run (stage took $((SECONDS - stage_start))s)"
+    else
+        failures=$((failures + rc))
+    fi
 done
+
+# The grader ranks a correct, a leaky and a half-done lab 2.
+if [ "$grader" != 0 ] && printf '%s\n' "${stages[@]}" | grep -qx stage2_centralcache; then
+    grade_start=$SECONDS
+    echo "== lab_test: the grader on three hand-ins of lab 2"
+    lab_bazel shutdown >/dev/null 2>&1 || true
+    handins=$scratch/handins
+    "$repo/tools/mutants.py" --write fetch_drops_span_rest "$handins/leaky"
+    "$repo/tools/make_lab.py" stage2_centralcache "$handins/half" \
+        --keep central_fetch,central_return,slow_start,refill_from_central >/dev/null
+    "$repo/tools/grade.py" stage2_centralcache --handin-list >"$scratch/handin_list.txt"
+    for handin in reference leaky half; do
+        dir=$handins/$handin
+        [ $handin = reference ] && dir=$repo
+        if ! "$repo/tools/grade.py" stage2_centralcache --handin "$dir" --quick --reps 3 \
+                --scratch "$scratch/grading" --json "$scratch/$handin.json" >"$scratch/$handin.sheet" 2>&1; then
+            tail -30 "$scratch/$handin.sheet"
+            echo "FAIL: tools/grade.py on the $handin hand-in" >&2
+            failures=$((failures + 1))
+        fi
+    done
+    if python3 - "$scratch" <<'EOF'
+import json, sys
+d = sys.argv[1]
+s = {h: json.load(open(f"{d}/{h}.json")) for h in ("reference", "leaky", "half")}
+for h, sheet in s.items():
+    print(f"  {h:9} {sheet['total']:6.2f} / {sheet['out_of']}  space index {sheet['performance']['space_index']}")
+# Throughput is measured on a shared machine: the reference against itself
+# may lose a few points there, never a test.
+tests_full = all(got == out_of for c, (got, out_of) in s["reference"]["categories"].items()
+                 if c != "performance")
+ok = (tests_full and s["reference"]["total"] >= 0.9 * s["reference"]["out_of"]
+      and s["leaky"]["performance"]["space_index"] < 0.8 * s["reference"]["performance"]["space_index"]
+      and s["reference"]["total"] > s["leaky"]["total"] > s["half"]["total"])
+sys.exit(0 if ok else 1)
+EOF
+    then
+        echo "ok: the grader ranks reference > leaky > half-done ($((SECONDS - grade_start))s)"
+    else
+        cat "$scratch/reference.sheet" "$scratch/leaky.sheet" "$scratch/half.sheet"
+        echo "FAIL: the grader does not separate a correct, a leaky and a half-done lab 2" >&2
+        failures=$((failures + 1))
+    fi
+fi
 
 if [ $failures -ne 0 ]; then
     echo "lab_test: $failures stage(s) failed" >&2

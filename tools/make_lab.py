@@ -4,6 +4,11 @@
 usage: tools/make_lab.py STAGE OUTDIR [--reference] [--force]
        tools/make_lab.py --list [STAGE]
 
+OUTDIR may be inside the clone (tools/make_lab.py stage2_centralcache lab2)
+when .bazelignore names it, as it names lab1 to lab4: Bazel would otherwise
+read the lab's BUILD files as packages of this workspace too. It may not be
+the clone itself, nor an existing folder with files in it (unless --force).
+
 Writes to OUTDIR a workspace that builds on its own: WORKSPACE, .bazelrc,
 common/, tests/, third_party/, tools/setup.sh, every stage before STAGE as
 it is, and STAGE with the bodies the lab asks for removed. The lab's handout,
@@ -42,6 +47,8 @@ COMMON_PATHS = [
     "tests",
     "third_party",
     os.path.join("tools", "setup.sh"),
+    os.path.join("tools", "grade.py"),
+    os.path.join("tools", "trace_driver.c"),
 ]
 SOURCE_SUFFIXES = (".c", ".h", ".cc")
 BEGIN = re.compile(r"^(\s*)/\* LAB BEGIN: ([A-Za-z0-9_]+) \*/\s*$")
@@ -88,11 +95,12 @@ def _parse(path, lines):
     return found
 
 
-def strip(path, relpath):
-    """Replaces each LAB region of `path` by a stop; returns the region names."""
+def strip(path, relpath, keep=()):
+    """Replaces each LAB region of `path` by a stop (except those named in
+    `keep`, left written); returns the names of the regions removed."""
     with open(path, encoding="utf-8") as f:
         lines = f.readlines()
-    found = _parse(relpath, lines)
+    found = [r for r in _parse(relpath, lines) if r[0] not in keep]
     if not found:
         return []
     out, skip_until = [], 0
@@ -100,7 +108,7 @@ def strip(path, relpath):
         if number <= skip_until:
             continue
         begin = BEGIN.match(line)
-        if begin:
+        if begin and begin.group(2) not in keep:
             indent, name = begin.group(1), begin.group(2)
             skip_until = next(last for n, first, last in found if first == number)
             out.append(f"{indent}/* LAB {name}: yours to write (see LAB.md). */\n")
@@ -117,6 +125,17 @@ def strip(path, relpath):
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(out)
     return [name for name, _, _ in found]
+
+
+def bazel_ignores(rel, root=ROOT):
+    """Whether `rel` (relative to root) is at or under a line of .bazelignore."""
+    try:
+        with open(os.path.join(root, ".bazelignore"), encoding="utf-8") as f:
+            ignored = [l.strip().rstrip("/") for l in f if l.strip() and not l.startswith("#")]
+    except FileNotFoundError:
+        return False
+    parts = os.path.normpath(rel).split(os.sep)
+    return any(os.path.join(*parts[:i]) in ignored for i in range(1, len(parts) + 1))
 
 
 def _copy(src_root, rel, dst_root):
@@ -136,15 +155,22 @@ def stage_sources(stage_dir):
                 yield os.path.join(dirpath, name)
 
 
-def make_lab(stage, outdir, reference=False, force=False, root=ROOT):
+def make_lab(stage, outdir, reference=False, force=False, root=ROOT, keep=()):
     all_stages = stages(root)
     if stage not in all_stages:
         raise LabError(f"no stage '{stage}' (have: {', '.join(all_stages)})")
     real_out, real_root = os.path.realpath(outdir), os.path.realpath(root)
+    if os.path.commonpath([real_out, real_root]) == real_out:
+        raise LabError(f"{outdir} is the repository (or holds it): name a new folder, e.g. lab2")
     if os.path.commonpath([real_out, real_root]) == real_root:
-        # Bazel would see the lab's BUILD files as packages of this workspace,
-        # and `bazel test //...` would build the skeleton against it.
-        raise LabError(f"{outdir} is inside the repository: generate the lab elsewhere")
+        # Inside the clone is fine if Bazel skips the folder: otherwise the
+        # lab's BUILD files would be packages of this workspace too, and
+        # `bazel test //...` here would build the skeleton.
+        rel = os.path.relpath(real_out, real_root)
+        if not bazel_ignores(rel, real_root):
+            raise LabError(f"{outdir} is inside the repository and not in .bazelignore: "
+                           f"add the line '{rel.split(os.sep)[0]}' to .bazelignore "
+                           f"(lab1 to lab4 are there) or generate the lab elsewhere")
     if os.path.exists(outdir) and os.listdir(outdir):
         if not force:
             raise LabError(f"{outdir} is not empty (use --force to replace it)")
@@ -169,8 +195,8 @@ def make_lab(stage, outdir, reference=False, force=False, root=ROOT):
         if reference:
             removed += [(rel, name) for name, _, _ in regions(path)]
         else:
-            removed += [(rel, name) for name in strip(path, rel)]
-    if not removed:
+            removed += [(rel, name) for name in strip(path, rel, keep)]
+    if not removed and not keep:
         raise LabError(f"{stage} has no LAB BEGIN/END markers: nothing for a lab to write")
     return removed
 
@@ -183,6 +209,8 @@ def main(argv):
                         help="copy without removing anything (markers kept)")
     parser.add_argument("--force", action="store_true", help="replace OUTDIR's contents")
     parser.add_argument("--list", action="store_true", help="list the LAB regions and exit")
+    parser.add_argument("--keep", metavar="NAME,...", default="",
+                        help="leave these regions written (a half-done lab, for testing the grader)")
     args = parser.parse_args(argv)
     try:
         if args.list:
@@ -193,7 +221,8 @@ def main(argv):
             return 0
         if not args.stage or not args.outdir:
             parser.error("STAGE and OUTDIR are required")
-        removed = make_lab(args.stage, args.outdir, args.reference, args.force)
+        keep = tuple(n for n in args.keep.split(",") if n)
+        removed = make_lab(args.stage, args.outdir, args.reference, args.force, keep=keep)
     except LabError as e:
         print(f"make_lab: {e}", file=sys.stderr)
         return 1

@@ -88,9 +88,45 @@ class MarkerTest(unittest.TestCase):
             for path in make_lab.stage_sources(os.path.join(make_lab.ROOT, stage)):
                 make_lab.regions(path)  # raises on a malformed pair
 
-    def test_a_lab_inside_the_repository_is_refused(self):
+    def test_a_lab_inside_the_repository_needs_a_bazelignore_line(self):
+        # A fake clone: one stage with a marker, and a .bazelignore naming lab2.
+        root = self.dir.name
+        os.makedirs(os.path.join(root, "stage1_x"))
+        write(os.path.join(root, "stage1_x"), "x.c", SOURCE)
+        write(root, ".bazelignore", "# comment\nlab2\n")
         with self.assertRaises(make_lab.LabError):
-            make_lab.make_lab("stage1_threadcache", os.path.join(make_lab.ROOT, "lab_here"))
+            make_lab.make_lab("stage1_x", os.path.join(root, "elsewhere"), root=root)
+        with self.assertRaises(make_lab.LabError):
+            make_lab.make_lab("stage1_x", root, root=root, force=True)  # the clone itself
+        with self.assertRaises(make_lab.LabError):
+            make_lab.make_lab("stage1_x", os.path.dirname(root), root=root, force=True)
+        removed = make_lab.make_lab("stage1_x", os.path.join(root, "lab2"), root=root)
+        self.assertEqual(removed, [("stage1_x/x.c", "answer"), ("stage1_x/x.c", "twice")])
+        with self.assertRaises(make_lab.LabError):  # not empty now
+            make_lab.make_lab("stage1_x", os.path.join(root, "lab2"), root=root)
+
+    def test_each_handout_lists_the_hand_in_files_the_grader_copies(self):
+        import grade
+        for stage in make_lab.stages():
+            number = stage[len("stage"):].split("_")[0]
+            handout = os.path.join(make_lab.ROOT, "docs", "labs", f"stage{number}.md")
+            text = read(handout).split("Hand in these files", 1)[1].split("\n## ", 1)[0]
+            listed = [line[3:-1] for line in text.splitlines() if line.startswith("- `")]
+            self.assertEqual(listed, grade.handin_files(stage, make_lab.ROOT), handout)
+
+    def test_every_mutant_still_applies_to_the_reference(self):
+        # tools/mutants.py edits the reference's text: a change to the code
+        # that removes that text turns the mutant stale, not killed.
+        import mutants
+        for name, stage, rel, old, _, target, _, _ in mutants.MUTANTS:
+            with self.subTest(name):
+                text = read(os.path.join(make_lab.ROOT, stage, rel))
+                self.assertEqual(text.count(old), 1, f"mutant {name} is stale: update tools/mutants.py")
+                self.assertTrue(os.path.exists(os.path.join(make_lab.ROOT, stage, "BUILD")))
+
+    def test_the_handout_folders_are_ignored_by_bazel(self):
+        for n in range(1, 5):
+            self.assertTrue(make_lab.bazel_ignores(f"lab{n}"), f"lab{n} missing from .bazelignore")
 
 
 if __name__ == "__main__":

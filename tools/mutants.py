@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""tools/mutants.py — do the tests catch the bugs the labs invite?
+
+Each mutant is one small textual edit of the reference (a bug a student could
+write) and the Bazel test that must fail because of it. For each mutant the
+script applies the edit to a reference copy of its stage (tools/make_lab.py
+--reference, in a scratch folder: the clone is never touched), runs the
+target there, and reports
+
+    killed     the target failed (and printed `expect`, when one is given)
+    SURVIVED   the target passed: no test checks what the edit broke
+    stale      the edit's text is no longer in the file (the code changed:
+               update the mutant)
+    broken     the mutant did not build (a bad mutant, not a verdict)
+
+usage: tools/mutants.py [--list] [--stage STAGE] [NAME...]
+Exit status 0 when every mutant run was killed. About 30-60 s per mutant.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_lab  # noqa: E402
+
+# (name, stage, file in the stage, old text, new text, target, expect regex or None, the bug)
+MUTANTS = [
+    # ---- lab 1 ---------------------------------------------------------------------
+    ("push_ignores_limit", "stage1_threadcache", "thread_cache.h",
+     "    if (HC_UNLIKELY(fl_full(list)))\n        return 0;",
+     "    if (HC_UNLIKELY(fl_full(list) && list->max_length > 0))\n        return 0;",
+     "thread_cache_test", None, "the fast path pushes onto a list whose limit is 0 (the sentinel's)"),
+    ("refill_drops_batch", "stage1_threadcache", "thread_cache.c",
+     "        fl_push_range(&tc->lists[cls], first + size, obj, n - 1);",
+     "        (void)obj;",
+     "conformance_test", None, "a refill carves a batch and keeps only one object"),
+    ("carved_not_counted", "stage1_threadcache", "thread_cache.c",
+     "    __atomic_store_n(&tc->carved_bytes, tc->carved_bytes + n * size, __ATOMIC_RELAXED);", "",
+     "conformance_test", None, "a refill does not count what it carved (stats wrong)"),
+    # ---- lab 2 (the three of issue 14 first) ------------------------------------------
+    ("fetch_drops_span_rest", "stage2_centralcache", "central_cache.c",
+     "        fl_push_range(&bucket->objects, chain.head, span_last, fl_length(&chain));",
+     "        (void)span_last;",
+     "conformance_test", "objects lost|mapped", "cc_fetch drops the rest of a newly carved span"),
+    ("overflow_never_grows", "stage2_centralcache", "thread_cache.c",
+     "    if (list->max_length < batch) {\n        fl_set_limit(list, list->max_length + 1);\n    } else if",
+     "    if (0) {\n    } else if",
+     "limits_test", None, "an overflow never grows the list's limit"),
+    ("overflow_returns_all", "stage2_centralcache", "thread_cache.c",
+     "    tc_release(tc, cls, excess > batch ? excess : batch);",
+     "    tc_release(tc, cls, length);",
+     "limits_test", None, "an overflow returns the whole list, not one batch"),
+    ("return_drops_objects", "stage2_centralcache", "central_cache.c",
+     "    fl_push_range(&bucket->objects, first, last, n);",
+     "    (void)first; (void)last; (void)n;",
+     "limits_test", None, "cc_return loses what it is given"),
+    ("refill_keeps_one", "stage2_centralcache", "thread_cache.c",
+     "    if (got > 1)\n        fl_push_range(list, fl_next(first), last, got - 1);",
+     "    (void)last;",
+     "conformance_test", None, "a refill keeps one object of the batch and drops the rest"),
+    ("no_slow_start", "stage2_centralcache", "thread_cache.c",
+     "    if (list->max_length < batch)\n        fl_set_limit(list, list->max_length + 1);\n    else if (list->max_length < cap)",
+     "    if (list->max_length < batch)\n        fl_set_limit(list, batch);\n    else if (list->max_length < cap)",
+     "central_cache_test", None, "no slow start: a class used once costs a batch"),
+    ("limit_past_cap", "stage2_centralcache", "thread_cache.c",
+     "    else if (list->max_length < cap)\n        fl_set_limit(list, list->max_length + batch < cap ? list->max_length + batch : cap);",
+     "    else\n        fl_set_limit(list, list->max_length + batch);",
+     "central_cache_test", None, "a list's limit grows past the cap"),
+    ("refill_asks_a_batch", "stage2_centralcache", "thread_cache.c",
+     "    uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);",
+     "    uint32_t want = sc_batch(cls);",
+     "central_cache_test", None, "a refill always asks for a whole batch (no slow start)"),
+    ("carve_under_lock", "stage2_centralcache", "central_cache.c",
+     "    hc_lock_release(&bucket->lock);\n    if (got > 0)\n        return got;",
+     "    if (got > 0) {\n        hc_lock_release(&bucket->lock);\n        return got;\n    }",
+     "central_cache_test", "lock watchdog: waited",
+     "the bucket lock held around cc_carve_new_span, which takes it (deadlock)"),
+    # ---- lab 3 -----------------------------------------------------------------------
+    ("merge_left_only", "stage3_pagecache", "page_cache.c",
+     "    if (right != NULL) {", "    if (right != NULL && 0) {",
+     "page_cache_test", None, "a freed span merges with its left neighbour only"),
+    ("merge_right_only", "stage3_pagecache", "page_cache.c",
+     "    if (left != NULL) {", "    if (left != NULL && 0) {",
+     "page_cache_test", None, "a freed span merges with its right neighbour only"),
+    ("span_never_returned", "stage3_pagecache", "central_cache.c",
+     "            if (--span->objects_in_use > 0)\n                continue;",
+     "            if (--span->objects_in_use > 0 || 1)\n                continue;",
+     "central_cache_test", None, "a span whose objects all came back stays in its bucket"),
+    ("split_loses_tail", "stage3_pagecache", "page_cache.c",
+     "    if (tail) free_span_insert(tail);", "    (void)tail;",
+     "page_cache_test", None, "a split forgets the pages after the cut"),
+    ("free_skips_object_check", "stage3_pagecache", "malloc.c",
+     "((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)",
+     "1)",
+     "malloc_test", None, "hc_free skips the alignment test: a pointer inside an object passes as one"),
+    # ---- lab 4 -----------------------------------------------------------------------
+    ("exit_keeps_objects", "stage4_reclaim", "thread_cache.c",
+     "    tc_reclaim(tc);\n    /* LAB END: thread_exit */",
+     "    /* LAB END: thread_exit */",
+     "thread_exit_test", None, "an exiting thread's cache is never reclaimed (objects and share)"),
+    ("exit_keeps_share", "stage4_reclaim", "thread_cache.c",
+     "    __atomic_fetch_add(&tc_unclaimed, back, __ATOMIC_RELAXED);\n    pthread_mutex_destroy(",
+     "    (void)back;\n    pthread_mutex_destroy(",
+     "budget_test", None, "an exiting thread's budget share is lost"),
+    ("never_steal_share", "stage4_reclaim", "thread_cache.c",
+     "                got += tc_steal(tc);", "                got += 0;",
+     "budget_test", None, "a busy thread never takes share from idle ones"),
+    ("parse_no_overflow_check", "stage4_reclaim", "options.c",
+     "    if (*p != '\\0' || (shift && value > (SIZE_MAX >> shift)))",
+     "    if (*p != '\\0')",
+     "options_test", None, "a size with a suffix may overflow"),
+]
+
+
+def run_stage(stage, mutants, scratch, output_base, log_dir):
+    workspace = os.path.join(scratch, stage)
+    make_lab.make_lab(stage, workspace, reference=True, force=True)
+    results = []
+    for name, _, rel, old, new, target, expect, _ in mutants:
+        path = os.path.join(workspace, stage, rel)
+        with open(path, encoding="utf-8") as f:
+            original = f.read()
+        if original.count(old) != 1:
+            results.append((name, "stale", target))
+            continue
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(original.replace(old, new))
+        cmd = ["bazel", f"--output_base={output_base}", "test", "--color=no", "--curses=no",
+               "--noshow_progress", "--test_output=errors", f"//{stage}:{target}"]
+        done = subprocess.run(cmd, cwd=workspace, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(original)
+        log = os.path.join(log_dir, f"{name}.log")
+        with open(log, "w", encoding="utf-8") as f:
+            f.write(done.stdout)
+        if done.returncode == 0:
+            verdict = "SURVIVED"
+        elif done.returncode == 3:
+            verdict = "killed" if not expect or re.search(expect, done.stdout) else \
+                f"killed, but without /{expect}/"
+        else:
+            verdict = f"broken (bazel exit {done.returncode})"
+        results.append((name, verdict, target))
+        print(f"{name:24} {verdict:10} //{stage}:{target}   ({log})", flush=True)
+    subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=workspace,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return results
+
+
+def write_mutant(name, outdir):
+    mutant = next((m for m in MUTANTS if m[0] == name), None)
+    if mutant is None:
+        print(f"mutants: no mutant {name}", file=sys.stderr)
+        return 2
+    _, stage, rel, old, new = mutant[:5]
+    for path in make_lab.stage_sources(os.path.join(make_lab.ROOT, stage)):
+        out = os.path.join(outdir, os.path.relpath(path, make_lab.ROOT))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        shutil.copy2(path, out)
+    path = os.path.join(outdir, stage, rel)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if text.count(old) != 1:
+        print(f"mutants: {name} is stale", file=sys.stderr)
+        return 1
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(old, new))
+    return 0
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--stage")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--keep-logs", metavar="DIR", help="write each mutant's test log here")
+    parser.add_argument("--write", nargs=2, metavar=("NAME", "DIR"),
+                        help="write the stage's sources with mutant NAME applied under DIR/STAGE "
+                             "(a hand-in with that bug, for testing the grader) and exit")
+    args = parser.parse_args(argv)
+    if args.write:
+        return write_mutant(*args.write)
+    chosen = [m for m in MUTANTS if (not args.names or m[0] in args.names)
+              and (not args.stage or m[1] == args.stage)]
+    if args.list:
+        for name, stage, rel, _, _, target, _, bug in chosen:
+            print(f"{name:24} {stage}/{rel:18} //{stage}:{target:20} {bug}")
+        return 0
+    if not chosen:
+        print("mutants: nothing matches", file=sys.stderr)
+        return 2
+    scratch = tempfile.mkdtemp(prefix="hcmalloc-mutants.")
+    log_dir = args.keep_logs or os.path.join(scratch, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+    results = []
+    try:
+        for stage in make_lab.stages():
+            of_stage = [m for m in chosen if m[1] == stage]
+            if of_stage:
+                results += run_stage(stage, of_stage, scratch, os.path.join(scratch, "ob"), log_dir)
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", scratch], stderr=subprocess.DEVNULL)
+        if args.keep_logs:
+            shutil.rmtree(os.path.join(scratch, "ob"), ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    killed = sum(1 for _, v, _ in results if v == "killed")
+    print(f"mutants: {killed} of {len(results)} killed")
+    return 0 if killed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
