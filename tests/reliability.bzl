@@ -19,7 +19,7 @@ tools/fuzz.sh runs the same fuzz target under libFuzzer (clang).
 """
 
 load("//tests:flavours.bzl", "flavour_test")
-load("//tools/config:defs.bzl", "skip_under")
+load("//tools/config:defs.bzl", "skip_rss_bounds_under_sanitizers", "skip_under")
 
 def hc_reliability_tests(stage, soak_seconds = 10):
     """Instantiates the reliability checks against `stage`.
@@ -104,4 +104,6 @@ def hc_reliability_tests(stage, soak_seconds = 10):
                 "@googletest//:gtest_main",
             ],
             env = env,
+            # The soak bounds RSS growth on stages that release to the OS.
+            target_compatible_with = skip_rss_bounds_under_sanitizers() if name == "stress_soak_test" else None,
         )
