@@ -6,6 +6,8 @@
 #ifndef HC_OS_H_
 #define HC_OS_H_
 
+#include "common/namespace.h" /* internal names get their hci_ spelling */
+
 #include <stddef.h>
 
 /* Maps `bytes` (a multiple of the OS page) of zeroed, read-write memory.

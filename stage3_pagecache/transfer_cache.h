@@ -17,6 +17,8 @@
 #ifndef HC_TRANSFER_CACHE_H_
 #define HC_TRANSFER_CACHE_H_
 
+#include "common/namespace.h" /* internal names get their hci_ spelling */
+
 #include <stddef.h>
 #include <stdint.h>
 

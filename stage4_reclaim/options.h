@@ -16,6 +16,8 @@
 #ifndef HC_OPTIONS_H_
 #define HC_OPTIONS_H_
 
+#include "common/namespace.h" /* internal names get their hci_ spelling */
+
 #include <stddef.h>
 
 typedef struct hc_options {

@@ -5,6 +5,8 @@
 #ifndef HC_PAGE_RELEASE_H_
 #define HC_PAGE_RELEASE_H_
 
+#include "common/namespace.h" /* internal names get their hci_ spelling */
+
 #include <stddef.h>
 
 /* Releases every backed free span (madvise MADV_DONTNEED, address range

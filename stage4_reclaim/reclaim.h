@@ -4,6 +4,8 @@
 #ifndef HC_RECLAIM_H_
 #define HC_RECLAIM_H_
 
+#include "common/namespace.h" /* internal names get their hci_ spelling */
+
 #include <stddef.h>
 
 typedef struct tc_budget_stats {

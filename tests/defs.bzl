@@ -19,14 +19,32 @@ and the reliability checks of tests/reliability.bzl, so
 load("//tests:flavours.bzl", "flavour_test")
 load("//tests:reliability.bzl", "hc_reliability_tests")
 
-def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}):
+def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}, internal_libs = []):
     """Instantiates the shared suite against `stage` (a cc_library label).
 
     Args:
       stage: the stage's allocator library, exporting the hc_* API.
       stress_env: extra environment for the plain and TSan stress runs.
       valgrind_env: extra environment for the Valgrind run.
+      internal_libs: the stage's other allocator libraries, whose globals
+        symbols_test checks too.
     """
+    # Every global the stage's archives (and common's) define is public API
+    # or hci_ (common/namespace.h).
+    # (A filegroup: a cc_library's runfiles leave its archive out.)
+    native.filegroup(
+        name = "symbols_test_archives",
+        testonly = True,
+        srcs = [stage, "//common"] + internal_libs,
+    )
+    native.sh_test(
+        name = "symbols_test",
+        size = "small",
+        srcs = ["//tests:symbols_test.sh"],
+        args = ["$(locations :symbols_test_archives)"],
+        data = [":symbols_test_archives"],
+    )
+
     native.cc_test(
         name = "conformance_test",
         size = "small",
