@@ -711,6 +711,7 @@ static void heapmap_write(const char *suffix) {
     fclose(f);
 }
 
+#ifndef BENCH_HCMALLOC /* the sampler runs only under a preloaded stage 4 */
 static void *heapmap_sampler(void *arg) {
     (void)arg;
     size_t peak = 0;
@@ -725,6 +726,7 @@ static void *heapmap_sampler(void *arg) {
     }
     return NULL;
 }
+#endif
 
 static void heapmap_start(void) {
 #ifndef BENCH_HCMALLOC
