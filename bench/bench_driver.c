@@ -126,6 +126,19 @@ static void free_blocks(char **blocks, const size_t *sizes, int n) {
         bench_free(blocks[i], sizes[i]);
 }
 
+/* A short-lived thread's whole work (churn, manythreads, latethreads): `n`
+ * (at most RANDOM_BLOCKS_MAX) blocks of random sizes in [min, max], from the
+ * random numbers of `index`, made and then freed. */
+#define RANDOM_BLOCKS_MAX 1000
+
+static void malloc_and_free_random_blocks(int index, int n, size_t min, size_t max) {
+    uint64_t rng = seed_for(index);
+    char *blocks[RANDOM_BLOCKS_MAX];
+    size_t size[RANDOM_BLOCKS_MAX];
+    malloc_random_blocks(blocks, size, n, min, max, &rng);
+    free_blocks(blocks, size, n);
+}
+
 /* ---- Running N workers and timing them ----------------------------------------- */
 
 typedef struct worker {
@@ -499,14 +512,11 @@ static void *longspans_worker(void *arg) {
 #define CHURN_BLOCKS 1000
 #define CHURN_MIN    16
 #define CHURN_MAX    256
+_Static_assert(CHURN_BLOCKS <= RANDOM_BLOCKS_MAX, "churn_thread's blocks fit its arrays");
 
 static void *churn_thread(void *arg) {
-    worker *w = arg;
-    uint64_t rng = seed_for(w->index);
-    char *blocks[CHURN_BLOCKS];
-    size_t size[CHURN_BLOCKS];
-    malloc_random_blocks(blocks, size, CHURN_BLOCKS, CHURN_MIN, CHURN_MAX, &rng);
-    free_blocks(blocks, size, CHURN_BLOCKS);
+    const worker *w = arg;
+    malloc_and_free_random_blocks(w->index, CHURN_BLOCKS, CHURN_MIN, CHURN_MAX);
     return NULL;
 }
 
@@ -540,6 +550,7 @@ static long run_churn(int threads, long rounds, uint64_t max_ns, uint64_t *wall)
  * allocation, and exit. Either way the fresh threads should not notice. */
 
 #define SIDE_BLOCKS      100
+_Static_assert(SIDE_BLOCKS <= RANDOM_BLOCKS_MAX, "side_work's blocks fit its arrays");
 #define SIDE_MAX_THREADS 4000
 /* latethreads: one thread at a time. With 16 at once, jemalloc 5.3 (Debian's
  * libjemalloc2) crashed (SIGSEGV) in about one run in two, 100 threads. */
@@ -553,11 +564,7 @@ static pthread_key_t late_key;
 static __thread int late_index;
 
 static void side_work(int index) {
-    uint64_t rng = seed_for(index);
-    char *blocks[SIDE_BLOCKS];
-    size_t size[SIDE_BLOCKS];
-    malloc_random_blocks(blocks, size, SIDE_BLOCKS, 16, 4096, &rng);
-    free_blocks(blocks, size, SIDE_BLOCKS);
+    malloc_and_free_random_blocks(index, SIDE_BLOCKS, 16, 4096);
 }
 
 static void *idle_thread(void *arg) {
@@ -704,6 +711,7 @@ static void heapmap_write(const char *suffix) {
     fclose(f);
 }
 
+#ifndef BENCH_HCMALLOC /* the sampler runs only under a preloaded stage 4 */
 static void *heapmap_sampler(void *arg) {
     (void)arg;
     size_t peak = 0;
@@ -718,6 +726,7 @@ static void *heapmap_sampler(void *arg) {
     }
     return NULL;
 }
+#endif
 
 static void heapmap_start(void) {
 #ifndef BENCH_HCMALLOC

@@ -285,12 +285,21 @@ static void draw_visit(void *arg, const pc_span_view *s) {
 
 /* ---- Header: title, totals, legend ------------------------------------------------- */
 
-static void put_text(hc_fd_out *o, int x, int y, const char *cls, const char *text) {
-    fd_out_put(o, "<text x=\"");
+/* `<TAG x="X" y="Y"`: the start of an element placed at (x, y); the caller
+ * adds its other attributes and closes it. */
+static void put_element_at(hc_fd_out *o, const char *tag, int x, int y) {
+    fd_out_put(o, "<");
+    fd_out_put(o, tag);
+    fd_out_put(o, " x=\"");
     fd_out_put_u(o, (uint64_t)x);
     fd_out_put(o, "\" y=\"");
     fd_out_put_u(o, (uint64_t)y);
-    fd_out_put(o, "\" class=\"");
+    fd_out_put(o, "\"");
+}
+
+static void put_text(hc_fd_out *o, int x, int y, const char *cls, const char *text) {
+    put_element_at(o, "text", x, y);
+    fd_out_put(o, " class=\"");
     fd_out_put(o, cls);
     fd_out_put(o, "\">");
     fd_out_put(o, text);
@@ -299,11 +308,8 @@ static void put_text(hc_fd_out *o, int x, int y, const char *cls, const char *te
 
 /* One line of totals: the test reads data-total and data-bytes. */
 static void put_total(hc_fd_out *o, int x, int y, const char *name, const char *label, size_t bytes) {
-    fd_out_put(o, "<text x=\"");
-    fd_out_put_u(o, (uint64_t)x);
-    fd_out_put(o, "\" y=\"");
-    fd_out_put_u(o, (uint64_t)y);
-    fd_out_put(o, "\" data-total=\"");
+    put_element_at(o, "text", x, y);
+    fd_out_put(o, " data-total=\"");
     fd_out_put(o, name);
     fd_out_put(o, "\" data-bytes=\"");
     fd_out_put_u(o, bytes);
@@ -315,11 +321,8 @@ static void put_total(hc_fd_out *o, int x, int y, const char *name, const char *
 }
 
 static void put_swatch(hc_fd_out *o, int x, int y, const char *colour) {
-    fd_out_put(o, "<rect x=\"");
-    fd_out_put_u(o, (uint64_t)x);
-    fd_out_put(o, "\" y=\"");
-    fd_out_put_u(o, (uint64_t)y);
-    fd_out_put(o, "\" width=\"14\" height=\"14\" fill=\"");
+    put_element_at(o, "rect", x, y);
+    fd_out_put(o, " width=\"14\" height=\"14\" fill=\"");
     fd_out_put(o, colour);
     fd_out_put(o, "\" stroke=\"#666\" stroke-width=\"0.5\"/>");
 }

@@ -243,6 +243,12 @@ static int heap_grow(size_t pages) {
         return -1;
     }
     char *region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
+    if (region == NULL && grow > pages) {
+        /* Under an address-space limit (ulimit -v) the headroom may not fit
+         * where the request itself still does. */
+        grow = pages;
+        region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
+    }
     if (region == NULL)
         return -1;
     track_internal_end(region, grow << HC_PAGE_SHIFT); /* no block in it is handed out yet */

@@ -410,6 +410,39 @@ TEST(Conformance, ReallocShrinksInPlaceUnderAnAddressSpaceLimit) {
                                          "NULL, 6: contents lost";
 }
 
+// The page cache grows its heap with headroom (a quarter of the heap), but
+// under an address-space limit (ulimit -v) it must still take just what a
+// request needs when the headroom does not fit: with 200 MiB of heap in use
+// and its free pages used up, a limit that leaves 48 MiB still gives three
+// blocks of 10 MiB (a quarter of the heap, 50 MiB, would not fit at all).
+TEST(Conformance, HeapGrowthFitsUnderAnAddressSpaceLimit) {
+    if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("a page cache that grows");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        const size_t block = (size_t)10 << 20;
+        for (int i = 0; i < 20; i++)
+            if (hc_malloc(block) == nullptr) _exit(2);
+        for (int i = 0; i < 64; i++) { // use up the free pages the last growth left
+            hc_stats st;
+            hc_get_stats(&st);
+            if (st.page_cache_free_bytes + st.released_bytes < block) break;
+            if (hc_malloc(block) == nullptr) _exit(2);
+        }
+        struct rlimit limit;
+        limit.rlim_cur = limit.rlim_max = AddressSpaceBytes() + ((size_t)48 << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+        int got = 0;
+        while (got < 8 && hc_malloc(block) != nullptr) got++;
+        _exit(got >= 3 ? 0 : 10 + got);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no heap, 3: setrlimit, 10 + N: only N blocks of 10 MiB "
+                                         "under the limit";
+}
+
 TEST(Conformance, AlignedAllocEveryPowerOfTwo) {
     if (!HasFeature(HC_FEATURE_UNSIZED_FREE)) GTEST_SKIP() << MissingFeature("hc_aligned_alloc");
     for (size_t align = 1; align <= ((size_t)4 << 20); align *= 2) {
