@@ -696,7 +696,6 @@ static long end_mapped_kib(const char **source) {
  * preloaded stage 4 has them. */
 
 static int (*heapmap_dump)(int fd);
-static void (*heapmap_stats)(hc_stats *);
 static const char *heapmap_prefix;
 static atomic_int heapmap_done;
 static pthread_t heapmap_thread;
@@ -712,6 +711,8 @@ static void heapmap_write(const char *suffix) {
 }
 
 #ifndef BENCH_HCMALLOC /* the sampler runs only under a preloaded stage 4 */
+static void (*heapmap_stats)(hc_stats *);
+
 static void *heapmap_sampler(void *arg) {
     (void)arg;
     size_t peak = 0;

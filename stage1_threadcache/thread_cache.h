@@ -12,7 +12,6 @@
 #ifndef HC_THREAD_CACHE_H_
 #define HC_THREAD_CACHE_H_
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +24,6 @@
 typedef struct tc_cache {
     hc_free_list lists[HC_NUM_CLASSES]; /* lists[cls]: free objects of class cls */
     struct tc_cache *next_cache;        /* every live cache, for hc_get_stats */
-    struct tc_cache *prev_cache;        /* stage 4: so an exiting thread can unlink */
     size_t carved_bytes;                /* stage 1: bytes carved for this thread so far */
     char *chunk_cursor;                 /* stage 1: unused part of the thread's chunk */
     char *chunk_end;
@@ -33,17 +31,10 @@ typedef struct tc_cache {
     uint32_t slow_calls;                /* slow-path visits since the last scavenge */
     uint8_t overages[HC_NUM_CLASSES];   /* overflows of lists[cls] since its limit last moved */
     uint64_t ran_dry[2];                /* bit cls: lists[cls] was refilled since the last scavenge */
-    /* Stage 4: the thread-cache budget (stage4_reclaim/thread_cache.c). */
-    uint64_t used_classes[2];           /* bit cls: lists[cls] has a limit above 0 */
-    size_t capacity_bytes;              /* sum of max_length x size: what the lists may hold */
-    size_t spare_bytes;                 /* budget held but not yet used; others may take it */
-    unsigned active_epoch;              /* tc_epoch when this thread last needed budget */
-    unsigned failed_claims;             /* claims refused since the last steal sweep */
-    pthread_mutex_t owner_alive;        /* robust: held by the owner, so its death shows */
 } HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
                               * belong to different threads, and must not share one */
 
-/* One bit per size class (the used, ran-dry sets above). */
+/* One bit per size class: stage 2's ran-dry set above, stage 4's used set. */
 HC_INLINE void tc_class_set(uint64_t bits[2], unsigned cls) { bits[cls >> 6] |= (uint64_t)1 << (cls & 63); }
 HC_INLINE void tc_class_clear(uint64_t bits[2], unsigned cls) { bits[cls >> 6] &= ~((uint64_t)1 << (cls & 63)); }
 HC_INLINE int tc_class_test(const uint64_t bits[2], unsigned cls) { return (int)(bits[cls >> 6] >> (cls & 63)) & 1; }

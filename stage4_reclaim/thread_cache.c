@@ -15,6 +15,8 @@
  *   - a budget: the lists of all threads together may hold at most
  *     HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES, plus a small floor per thread
  *     (see "Budget" below), claimed and given back without a lock;
+ *   - stage 4's fields (the registry's back link, the budget, the owner
+ *     lock) live here, in a record that starts with stage 1's tc_cache;
  *   - limits start at 0, not 1, so a class a thread never uses costs it no
  *     budget; the scavenge and the shrinking limits of stage 2 give budget
  *     back as well as objects.
@@ -47,7 +49,25 @@ HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
 /* Set once this thread's exit destructor has run. */
 static HC_THREAD_LOCAL int tc_thread_exited;
 
-static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
+/* What layer 4 keeps per thread beside the lists: the registry's back link,
+ * the budget's figures and the owner lock. The record starts with the
+ * tc_cache every layer reads (stage 1's header), so tc_current and the fast
+ * path do not change; only this file sees the rest. The sentinel is a plain
+ * tc_cache: nothing below reaches these fields through it. */
+typedef struct tc_reclaim_cache {
+    tc_cache base;               /* first: a tc_reclaim_cache * is a tc_cache * */
+    tc_cache *prev_cache;        /* the registry is doubly linked: O(1) unlink at exit */
+    uint64_t used_classes[2];    /* bit cls: lists[cls] has a limit above 0 */
+    size_t capacity_bytes;       /* sum of max_length x size: what the lists may hold */
+    size_t spare_bytes;          /* budget held but not yet used; others may take it */
+    unsigned active_epoch;       /* tc_epoch when this thread last needed budget */
+    unsigned failed_claims;      /* claims refused since the last steal sweep */
+    pthread_mutex_t owner_alive; /* robust: held by the owner, so its death shows */
+} tc_reclaim_cache;
+
+HC_INLINE tc_reclaim_cache *tc_ext(tc_cache *tc) { return (tc_reclaim_cache *)tc; }
+
+static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_reclaim_cache));
 
 /* The live caches (doubly linked, so an exiting thread unlinks in O(1)).
  * The lock guards the links and the count; threads take it to create a
@@ -136,9 +156,9 @@ static size_t tc_take(size_t *from, size_t want) {
 /* Puts `bytes` into tc's spare and sends what exceeds TC_SPARE_KEEP back to
  * the unclaimed budget. */
 static void tc_add_spare(tc_cache *tc, size_t bytes) {
-    size_t spare = __atomic_add_fetch(&tc->spare_bytes, bytes, __ATOMIC_RELAXED);
+    size_t spare = __atomic_add_fetch(&tc_ext(tc)->spare_bytes, bytes, __ATOMIC_RELAXED);
     if (spare > TC_SPARE_KEEP) {
-        size_t back = tc_take(&tc->spare_bytes, spare - TC_SPARE_KEEP);
+        size_t back = tc_take(&tc_ext(tc)->spare_bytes, spare - TC_SPARE_KEEP);
         __atomic_fetch_add(&tc_unclaimed, back, __ATOMIC_RELAXED);
     }
 }
@@ -146,20 +166,20 @@ static void tc_add_spare(tc_cache *tc, size_t bytes) {
 /* Takes back a dead thread's cache: the owner died without our destructor
  * (it first allocated in the last destructor round). Registry lock held. */
 static int tc_owner_dead_locked(tc_cache *tc) {
-    if (pthread_mutex_trylock(&tc->owner_alive) != EOWNERDEAD)
+    if (pthread_mutex_trylock(&tc_ext(tc)->owner_alive) != EOWNERDEAD)
         return 0; /* EBUSY: alive (a 0 cannot happen: owners never unlock while linked) */
-    pthread_mutex_consistent(&tc->owner_alive);
-    pthread_mutex_unlock(&tc->owner_alive);
+    pthread_mutex_consistent(&tc_ext(tc)->owner_alive);
+    pthread_mutex_unlock(&tc_ext(tc)->owner_alive);
     return 1;
 }
 
 static void tc_unlink_locked(tc_cache *tc) {
-    if (tc->prev_cache != NULL)
-        tc->prev_cache->next_cache = tc->next_cache;
+    if (tc_ext(tc)->prev_cache != NULL)
+        tc_ext(tc)->prev_cache->next_cache = tc->next_cache;
     else
         tc_registry = tc->next_cache;
     if (tc->next_cache != NULL)
-        tc->next_cache->prev_cache = tc->prev_cache;
+        tc_ext(tc->next_cache)->prev_cache = tc_ext(tc)->prev_cache;
     if (tc_sweep_cursor == tc)
         tc_sweep_cursor = tc->next_cache;
     tc_live_caches--;
@@ -188,8 +208,8 @@ static size_t tc_sweep_locked(tc_cache *thief, size_t visits, tc_cache **dead) {
             victim->next_cache = *dead;
             *dead = victim;
         } else if (thief != NULL &&
-                   epoch - __atomic_load_n(&victim->active_epoch, __ATOMIC_RELAXED) > 2) {
-            stolen += __atomic_exchange_n(&victim->spare_bytes, 0, __ATOMIC_RELAXED);
+                   epoch - __atomic_load_n(&tc_ext(victim)->active_epoch, __ATOMIC_RELAXED) > 2) {
+            stolen += __atomic_exchange_n(&tc_ext(victim)->spare_bytes, 0, __ATOMIC_RELAXED);
         }
     }
     return stolen;
@@ -209,7 +229,7 @@ static void tc_reclaim_dead(tc_cache *dead) {
 /* The unclaimed budget is gone: now and then, look for idle threads' spare. */
 static size_t tc_steal(tc_cache *tc) {
     /* LAB BEGIN: budget_steal */
-    if (++tc->failed_claims % TC_STEAL_BACKOFF != 1)
+    if (++tc_ext(tc)->failed_claims % TC_STEAL_BACKOFF != 1)
         return 0;
     if (pthread_mutex_trylock(&tc_registry_lock.mutex) != 0)
         return 0; /* someone else is sweeping or creating: do not wait for them */
@@ -224,10 +244,10 @@ static size_t tc_steal(tc_cache *tc) {
 /* Reserves `need` more bytes of capacity for tc; returns 1 on success. */
 static int tc_reserve(tc_cache *tc, size_t need) {
     /* LAB BEGIN: budget_reserve */
-    size_t charge = tc_charge(tc->capacity_bytes + need) - tc_charge(tc->capacity_bytes);
-    __atomic_store_n(&tc->active_epoch, __atomic_load_n(&tc_epoch, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    size_t charge = tc_charge(tc_ext(tc)->capacity_bytes + need) - tc_charge(tc_ext(tc)->capacity_bytes);
+    __atomic_store_n(&tc_ext(tc)->active_epoch, __atomic_load_n(&tc_epoch, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     if (charge > 0) {
-        size_t got = tc_take(&tc->spare_bytes, charge);
+        size_t got = tc_take(&tc_ext(tc)->spare_bytes, charge);
         if (got < charge) {
             size_t want = charge - got > TC_SHARE_STEP ? charge - got : TC_SHARE_STEP;
             got += tc_take(&tc_unclaimed, want);
@@ -242,7 +262,7 @@ static int tc_reserve(tc_cache *tc, size_t need) {
         if (got > charge)
             tc_add_spare(tc, got - charge);
     }
-    __atomic_store_n(&tc->capacity_bytes, tc->capacity_bytes + need, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc_ext(tc)->capacity_bytes, tc_ext(tc)->capacity_bytes + need, __ATOMIC_RELAXED);
     return 1;
     /* LAB END: budget_reserve */
 }
@@ -258,13 +278,13 @@ static void tc_set_limit_lower(tc_cache *tc, unsigned cls, uint32_t limit) {
         uint32_t taken = fl_pop_range(list, fl_length(list) - limit, &first, &last);
         cc_return(cls, first, last, taken);
     }
-    size_t old_capacity = tc->capacity_bytes;
+    size_t old_capacity = tc_ext(tc)->capacity_bytes;
     size_t capacity = old_capacity - (size_t)(list->max_length - limit) * sc_size(cls);
     fl_set_limit(list, limit);
-    __atomic_store_n(&tc->capacity_bytes, capacity, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc_ext(tc)->capacity_bytes, capacity, __ATOMIC_RELAXED);
     tc->overages[cls] = 0;
     if (limit == 0)
-        tc_class_clear(tc->used_classes, cls);
+        tc_class_clear(tc_ext(tc)->used_classes, cls);
     size_t freed = tc_charge(old_capacity) - tc_charge(capacity);
     if (freed > 0)
         tc_add_spare(tc, freed);
@@ -277,7 +297,7 @@ static void tc_set_limit_higher(tc_cache *tc, unsigned cls, uint32_t limit) {
         return;
     fl_set_limit(list, limit);
     tc->overages[cls] = 0;
-    tc_class_set(tc->used_classes, cls);
+    tc_class_set(tc_ext(tc)->used_classes, cls);
 }
 
 /* Slow start, as in stage 2, but each step is paid for from the budget. */
@@ -293,7 +313,7 @@ static void tc_grow_limit(tc_cache *tc, unsigned cls) {
 /* The scavenge, as in stage 2, over the classes this thread uses. */
 static void tc_scavenge(tc_cache *tc) {
     for (unsigned word = 0; word < 2; word++)
-        for (uint64_t bits = tc->used_classes[word] & ~tc->ran_dry[word]; bits != 0; bits &= bits - 1) {
+        for (uint64_t bits = tc_ext(tc)->used_classes[word] & ~tc->ran_dry[word]; bits != 0; bits &= bits - 1) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
             hc_free_list *list = &tc->lists[cls];
             if (fl_length(list) == 0)
@@ -337,14 +357,14 @@ tc_cache *tc_get_or_create(void) {
     /* Held until the thread exits: if it dies without our destructor
      * running (its first malloc came in the last destructor round), the
      * kernel marks the lock and a sweep reclaims the cache. */
-    pthread_mutex_init(&tc->owner_alive, &tc_owner_attr);
-    pthread_mutex_lock(&tc->owner_alive);
+    pthread_mutex_init(&tc_ext(tc)->owner_alive, &tc_owner_attr);
+    pthread_mutex_lock(&tc_ext(tc)->owner_alive);
     tc_cache *dead = NULL;
     hc_lock_acquire(&tc_registry_lock);
     tc_sweep_locked(NULL, TC_REAP_VISITS, &dead); /* new threads reap dead ones */
     tc->next_cache = tc_registry;
     if (tc_registry != NULL)
-        tc_registry->prev_cache = tc;
+        tc_ext(tc_registry)->prev_cache = tc;
     tc_registry = tc;
     tc_live_caches++;
     hc_lock_release(&tc_registry_lock);
@@ -362,16 +382,16 @@ tc_cache *tc_get_or_create(void) {
  * to the pool. Its owner is exiting (the caller) or dead. */
 static void tc_reclaim(tc_cache *tc) {
     for (unsigned word = 0; word < 2; word++)
-        for (uint64_t bits = tc->used_classes[word]; bits != 0; bits &= bits - 1) {
+        for (uint64_t bits = tc_ext(tc)->used_classes[word]; bits != 0; bits &= bits - 1) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
             void *first, *last;
             uint32_t taken = fl_pop_range(&tc->lists[cls], fl_length(&tc->lists[cls]), &first, &last);
             if (taken > 0)
                 cc_return(cls, first, last, taken);
         }
-    size_t back = tc_charge(tc->capacity_bytes) + __atomic_exchange_n(&tc->spare_bytes, 0, __ATOMIC_RELAXED);
+    size_t back = tc_charge(tc_ext(tc)->capacity_bytes) + __atomic_exchange_n(&tc_ext(tc)->spare_bytes, 0, __ATOMIC_RELAXED);
     __atomic_fetch_add(&tc_unclaimed, back, __ATOMIC_RELAXED);
-    pthread_mutex_destroy(&tc->owner_alive);
+    pthread_mutex_destroy(&tc_ext(tc)->owner_alive);
     pool_free(&tc_cache_pool, tc);
 }
 
@@ -384,7 +404,7 @@ static void tc_thread_exit(void *arg) {
     hc_lock_acquire(&tc_registry_lock);
     tc_unlink_locked(tc);
     hc_lock_release(&tc_registry_lock);
-    pthread_mutex_unlock(&tc->owner_alive); /* unlinked: no sweep will look at it */
+    pthread_mutex_unlock(&tc_ext(tc)->owner_alive); /* unlinked: no sweep will look at it */
     tc_reclaim(tc);
     /* LAB END: thread_exit */
 }
@@ -453,7 +473,7 @@ void tc_flush_current(void) {
     /* Empty every list and give its capacity back, where other threads
      * can claim it. */
     for (unsigned word = 0; word < 2; word++)
-        for (uint64_t bits = tc->used_classes[word]; bits != 0; bits &= bits - 1)
+        for (uint64_t bits = tc_ext(tc)->used_classes[word]; bits != 0; bits &= bits - 1)
             tc_set_limit_lower(tc, word * 64 + (unsigned)__builtin_ctzll(bits), 0);
 }
 
@@ -489,9 +509,9 @@ void tc_budget_snapshot(tc_budget_stats *out) {
     out->capacity_bytes = 0;
     out->share_bytes = 0;
     for (tc_cache *tc = tc_registry; tc != NULL; tc = tc->next_cache) {
-        size_t capacity = __atomic_load_n(&tc->capacity_bytes, __ATOMIC_RELAXED);
+        size_t capacity = __atomic_load_n(&tc_ext(tc)->capacity_bytes, __ATOMIC_RELAXED);
         out->capacity_bytes += capacity;
-        out->share_bytes += tc_charge(capacity) + __atomic_load_n(&tc->spare_bytes, __ATOMIC_RELAXED);
+        out->share_bytes += tc_charge(capacity) + __atomic_load_n(&tc_ext(tc)->spare_bytes, __ATOMIC_RELAXED);
     }
     out->unclaimed_bytes = __atomic_load_n(&tc_unclaimed, __ATOMIC_RELAXED);
     hc_lock_release(&tc_registry_lock);
