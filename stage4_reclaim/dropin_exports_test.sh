@@ -17,18 +17,23 @@ expected=(
 )
 # Defined, global, dynamic symbols: functions and data (not the version node).
 mapfile -t exported < <(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | sort -u)
+# Lookups, not `printf | grep -q`: under pipefail grep's early exit can fail
+# printf with SIGPIPE and turn a match into a miss.
+declare -A is_expected is_exported
+for name in "${expected[@]}"; do is_expected[$name]=1; done
+for name in "${exported[@]}"; do is_exported[$name]=1; done
 status=0
 for name in "${exported[@]}"; do
     case $name in
         _Znw* | _Zna* | _Zdl* | _Zda*) continue ;; # operator new / delete
     esac
-    if ! printf '%s\n' "${expected[@]}" | grep -qx -- "$name"; then
+    if [[ -z ${is_expected[$name]:-} ]]; then
         echo "FAIL: $lib exports $name, which is not public API"
         status=1
     fi
 done
 for name in "${expected[@]}"; do
-    if ! printf '%s\n' "${exported[@]}" | grep -qx -- "$name"; then
+    if [[ -z ${is_exported[$name]:-} ]]; then
         echo "FAIL: $lib does not export $name"
         status=1
     fi

@@ -13,6 +13,8 @@ public=(
     hc_dump_heap_svg # the heap-map tool's entry (stage3_pagecache/heap_map.h)
     hc_trace_write   # the tier-traffic trace's (common/trace.h)
 )
+declare -A is_public
+for name in "${public[@]}"; do is_public[$name]=1; done
 status=0
 checked=0
 for archive in "$@"; do
@@ -25,7 +27,9 @@ for archive in "$@"; do
     # Defined globals (T, D, B, R, V, W...): "ADDRESS TYPE NAME" lines.
     while read -r name; do
         [[ $name == hci_* ]] && continue
-        printf '%s\n' "${public[@]}" | grep -qx -- "$name" && continue
+        # (A lookup, not `printf | grep -q`: under pipefail grep's early exit
+        # can fail printf with SIGPIPE and make a public name look foreign.)
+        [[ -n ${is_public[$name]:-} ]] && continue
         echo "FAIL: $archive defines global $name: neither public API nor hci_ (add it to common/namespace.h)"
         status=1
     done < <(nm -g --defined-only "$archive" | awk 'NF == 3 {print $3}' | sort -u)
