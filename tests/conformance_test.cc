@@ -379,35 +379,47 @@ size_t AddressSpaceBytes() {
     return size * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+// Runs `body` in a forked child, so that an address-space limit set there
+// stays there, and returns its exit code (-1: it did not exit normally).
+template <typename Body>
+int ExitCodeInChild(Body body) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) _exit(body());
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+// Limits this process's address space to what it has now plus `headroom`.
+bool LimitAddressSpace(size_t headroom) {
+    struct rlimit limit;
+    limit.rlim_cur = limit.rlim_max = AddressSpaceBytes() + headroom;
+    return setrlimit(RLIMIT_AS, &limit) == 0;
+}
+
 // Shrinking in place needs no second block: 400 MiB -> 300 MiB (a direct
 // mapping) and 40 MiB -> 30 MiB (heap pages) succeed in a child whose
 // address-space limit leaves 64 MiB, where a copy would need 300 MiB more.
 TEST(Conformance, ReallocShrinksInPlaceUnderAnAddressSpaceLimit) {
     if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("large blocks resized in place");
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
+    int code = ExitCodeInChild([] {
         char *huge = static_cast<char *>(hc_malloc((size_t)400 << 20));
         char *big = static_cast<char *>(hc_malloc((size_t)40 << 20));
-        if (huge == nullptr || big == nullptr) _exit(2);
+        if (huge == nullptr || big == nullptr) return 2;
         huge[0] = big[0] = 1;
         huge[(300 << 20) - 1] = big[(30 << 20) - 1] = 2;
-        struct rlimit limit;
-        limit.rlim_cur = limit.rlim_max = AddressSpaceBytes() + ((size_t)64 << 20);
-        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
-        if (hc_malloc((size_t)300 << 20) != nullptr) _exit(4);  // the limit holds
+        if (!LimitAddressSpace((size_t)64 << 20)) return 3;
+        if (hc_malloc((size_t)300 << 20) != nullptr) return 4;  // the limit holds
         char *huge2 = static_cast<char *>(hc_realloc(huge, (size_t)300 << 20));
         char *big2 = static_cast<char *>(hc_realloc(big, (size_t)30 << 20));
-        if (huge2 != huge || big2 != big) _exit(5);
+        if (huge2 != huge || big2 != big) return 5;
         if (huge[0] != 1 || huge[(300 << 20) - 1] != 2 || big[0] != 1 || big[(30 << 20) - 1] != 2)
-            _exit(6);
-        _exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no blocks, 3: setrlimit, 4: no limit, 5: moved or "
-                                         "NULL, 6: contents lost";
+            return 6;
+        return 0;
+    });
+    EXPECT_EQ(code, 0) << "-1: crashed, 2: no blocks, 3: setrlimit, 4: no limit, 5: moved or NULL, "
+                          "6: contents lost";
 }
 
 // The page cache grows its heap with headroom (a quarter of the heap), but
@@ -417,30 +429,23 @@ TEST(Conformance, ReallocShrinksInPlaceUnderAnAddressSpaceLimit) {
 // blocks of 10 MiB (a quarter of the heap, 50 MiB, would not fit at all).
 TEST(Conformance, HeapGrowthFitsUnderAnAddressSpaceLimit) {
     if (!HasFeature(HC_FEATURE_PAGE_CACHE)) GTEST_SKIP() << MissingFeature("a page cache that grows");
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
+    int code = ExitCodeInChild([] {
         const size_t block = (size_t)10 << 20;
         for (int i = 0; i < 20; i++)
-            if (hc_malloc(block) == nullptr) _exit(2);
+            if (hc_malloc(block) == nullptr) return 2;
         for (int i = 0; i < 64; i++) { // use up the free pages the last growth left
             hc_stats st;
             hc_get_stats(&st);
             if (st.page_cache_free_bytes + st.released_bytes < block) break;
-            if (hc_malloc(block) == nullptr) _exit(2);
+            if (hc_malloc(block) == nullptr) return 2;
         }
-        struct rlimit limit;
-        limit.rlim_cur = limit.rlim_max = AddressSpaceBytes() + ((size_t)48 << 20);
-        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+        if (!LimitAddressSpace((size_t)48 << 20)) return 3;
         int got = 0;
         while (got < 8 && hc_malloc(block) != nullptr) got++;
-        _exit(got >= 3 ? 0 : 10 + got);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no heap, 3: setrlimit, 10 + N: only N blocks of 10 MiB "
-                                         "under the limit";
+        return got >= 3 ? 0 : 10 + got;
+    });
+    EXPECT_EQ(code, 0) << "-1: crashed, 2: no heap, 3: setrlimit, 10 + N: only N blocks of 10 MiB "
+                          "under the limit";
 }
 
 TEST(Conformance, AlignedAllocEveryPowerOfTwo) {
