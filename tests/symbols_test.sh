@@ -27,6 +27,9 @@ for archive in "$@"; do
     # Defined globals (T, D, B, R, V, W...): "ADDRESS TYPE NAME" lines.
     while read -r name; do
         [[ $name == hci_* ]] && continue
+        # What a sanitizer's instrumentation adds (--config=asan: one ODR
+        # indicator per global), not names of ours.
+        [[ $name == __odr_asan* || $name == __asan_* || $name == ___asan_gen_* || $name == __tsan_* ]] && continue
         # (A lookup, not `printf | grep -q`: under pipefail grep's early exit
         # can fail printf with SIGPIPE and make a public name look foreign.)
         [[ -n ${is_public[$name]:-} ]] && continue
