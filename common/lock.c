@@ -4,6 +4,9 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_mutex_timedlock */
 #include "common/lock.h"
 
+/* See lock.h: set only between stage 4's fork prepare and parent/child. */
+HC_THREAD_LOCAL int hc_lock_fork_owner;
+
 #if HC_LOCK_WATCHDOG
 
 #include <errno.h>
@@ -69,6 +72,8 @@ __attribute__((noreturn, cold)) static void lock_report(const char *verb, hc_loc
 }
 
 void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where) {
+    if (HC_UNLIKELY(hc_lock_fork_owner))
+        return; /* every allocator lock is this thread's, for fork (lock.h) */
     if (pthread_mutex_trylock(&lock->mutex) != 0) {
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
@@ -87,6 +92,8 @@ void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where) {
 }
 
 void hc_lock_release_at(hc_lock *lock, const char *what, const char *where) {
+    if (HC_UNLIKELY(hc_lock_fork_owner))
+        return;
     long long since = __atomic_load_n(&lock->held_since_ns, __ATOMIC_RELAXED);
     if (since != 0 && lock_now_ns() - since > HC_LOCK_WATCHDOG_SECONDS * 1000000000LL)
         lock_report("held over", lock, what, where,
@@ -94,10 +101,5 @@ void hc_lock_release_at(hc_lock *lock, const char *what, const char *where) {
     __atomic_store_n(&lock->held_since_ns, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock->mutex);
 }
-
-#else
-
-/* ISO C wants at least one declaration in a translation unit. */
-typedef int hc_lock_watchdog_off;
 
 #endif /* HC_LOCK_WATCHDOG */

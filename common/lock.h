@@ -34,6 +34,14 @@
 #endif
 #endif
 
+/* Set by stage 4's fork prepare handler once this thread holds every
+ * allocator lock, and cleared before it releases them. In between, the
+ * allocator is this thread's alone, so a lock operation it makes (from a
+ * prepare handler registered before hcmalloc's, which runs after hcmalloc's
+ * and may allocate) has nothing to wait for: it is skipped, instead of
+ * waiting forever for a lock the same thread holds. */
+extern HC_THREAD_LOCAL int hc_lock_fork_owner;
+
 /* Long enough that no honest wait on a loaded 2-core machine under Valgrind
  * reaches it, short enough to beat Bazel's 60 s test timeout. */
 #define HC_LOCK_WATCHDOG_SECONDS 10
@@ -73,8 +81,14 @@ typedef struct hc_lock {
 #define HC_LOCK_INITIALIZER { PTHREAD_MUTEX_INITIALIZER }
 
 HC_INLINE void hc_lock_init(hc_lock *lock) { pthread_mutex_init(&lock->mutex, NULL); }
-HC_INLINE void hc_lock_acquire(hc_lock *lock) { pthread_mutex_lock(&lock->mutex); }
-HC_INLINE void hc_lock_release(hc_lock *lock) { pthread_mutex_unlock(&lock->mutex); }
+HC_INLINE void hc_lock_acquire(hc_lock *lock) {
+    if (HC_UNLIKELY(hc_lock_fork_owner)) return; /* held for fork, by this thread */
+    pthread_mutex_lock(&lock->mutex);
+}
+HC_INLINE void hc_lock_release(hc_lock *lock) {
+    if (HC_UNLIKELY(hc_lock_fork_owner)) return;
+    pthread_mutex_unlock(&lock->mutex);
+}
 
 #endif /* HC_LOCK_WATCHDOG */
 

@@ -22,6 +22,7 @@
 #define hc_fatal_pointer_why hci_fatal_pointer_why
 #define hc_warn hci_warn
 #define hc_lock_acquire_at hci_lock_acquire_at
+#define hc_lock_fork_owner hci_lock_fork_owner
 #define hc_lock_release_at hci_lock_release_at
 #define hc_trace_add hci_trace_add
 #define hc_trace_flush_hits hci_trace_flush_hits

@@ -17,11 +17,16 @@ void hc_fork_prepare(void) {
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
         hc_lock_acquire(cc_bucket_lock(cls));
     pc_fork_lock();
+    /* Every allocator lock is ours now: a prepare handler that runs after
+     * this one (registered before hcmalloc's) may still allocate, and its
+     * lock operations must not wait for this thread (common/lock.h). */
+    hc_lock_fork_owner = 1;
 }
 
 /* The reverse order. In the child the one thread left is the copy of the
  * one that locked, so it may unlock (the mutexes are plain ones). */
 static void hc_fork_release(void) {
+    hc_lock_fork_owner = 0;
     pc_fork_unlock();
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
         hc_lock_release(cc_bucket_lock(cls));

@@ -88,10 +88,10 @@ TEST(Fork, ChildOfABusyMultiThreadedParentAllocatesAndExits) {
 
 // pthread_atfork runs prepare handlers in the reverse order of registration:
 // one registered after hcmalloc's runs before it, while no allocator lock is
-// taken, and may allocate anything. (One registered before hcmalloc's runs
-// after it took every lock: there a cache miss deadlocks. docs/dropin.md
-// states that limit; hcmalloc registers its handlers from a constructor so
-// that as few handlers as possible come before it.)
+// taken, and may allocate anything. One registered before hcmalloc's runs
+// after it took every lock: its cache misses then skip the locks the same
+// thread holds (common/lock.h, hc_lock_fork_owner) instead of waiting for
+// them forever; the next test covers that case.
 void *prepare_blocks[3];
 void AllocatingPrepare() {
     prepare_blocks[0] = hc_malloc(24);
@@ -115,6 +115,47 @@ TEST(Fork, APrepareHandlerRegisteredAfterHcmallocsMayAllocate) {
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     alarm(0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// Registered by a constructor that runs before hcmalloc's (a priority runs
+// before every constructor without one), so it runs after hcmalloc's
+// prepare handler, with every allocator lock taken. Only the test below
+// turns it on.
+bool early_prepare_allocates = false;
+void *early_blocks[4];
+void EarlyPrepare() {
+    if (!early_prepare_allocates) return;
+    // Misses on purpose (the test flushed this thread's cache): refills
+    // take bucket locks, the large blocks the page cache's lock.
+    early_blocks[0] = hc_malloc(48);
+    early_blocks[1] = hc_malloc(40000);
+    early_blocks[2] = hc_malloc(300000);
+    early_blocks[3] = hc_malloc((size_t)70 << 20);  // mapped directly
+}
+void EarlyParent() {
+    if (!early_prepare_allocates) return;
+    for (void *p : early_blocks) hc_free(p);
+}
+__attribute__((constructor(101))) void RegisterEarlyHandlers() {
+    pthread_atfork(EarlyPrepare, EarlyParent, nullptr);
+}
+
+TEST(Fork, APrepareHandlerRegisteredBeforeHcmallocsMayAllocate) {
+    hc_thread_flush();
+    early_prepare_allocates = true;
+    alarm(60);  // a deadlock fails the test instead of hanging it
+    pid_t pid = fork();
+    early_prepare_allocates = false;
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        for (void *p : early_blocks) hc_free(p);
+        _exit(ChildWork());
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    alarm(0);
+    for (void *p : early_blocks) EXPECT_NE(p, nullptr);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
