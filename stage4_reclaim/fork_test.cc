@@ -102,20 +102,28 @@ void FreeingParent() {
     for (void *p : prepare_blocks) hc_free(p);
 }
 
-TEST(Fork, APrepareHandlerRegisteredAfterHcmallocsMayAllocate) {
-    hc_free(hc_malloc(1));  // hcmalloc's handlers are registered by now
-    ASSERT_EQ(pthread_atfork(AllocatingPrepare, FreeingParent, nullptr), 0);
-    alarm(60);  // a deadlock fails the test instead of hanging it
+// Forks; the child frees the blocks its prepare handler allocated, does
+// ChildWork and exits with its result. Returns that exit code (-1: the fork
+// failed or the child did not exit). An alarm turns a deadlock into a
+// failure instead of a hang.
+template <size_t N>
+int ForkFreeingInChild(void *(&blocks)[N]) {
+    alarm(60);
     pid_t pid = fork();
-    ASSERT_GE(pid, 0);
     if (pid == 0) {
-        for (void *p : prepare_blocks) hc_free(p);
+        for (void *p : blocks) hc_free(p);
         _exit(ChildWork());
     }
     int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    bool waited = pid > 0 && waitpid(pid, &status, 0) == pid;
     alarm(0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return waited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(Fork, APrepareHandlerRegisteredAfterHcmallocsMayAllocate) {
+    hc_free(hc_malloc(1));  // hcmalloc's handlers are registered by now
+    ASSERT_EQ(pthread_atfork(AllocatingPrepare, FreeingParent, nullptr), 0);
+    EXPECT_EQ(ForkFreeingInChild(prepare_blocks), 0);
 }
 
 // Registered by a constructor that runs before hcmalloc's (a priority runs
@@ -144,19 +152,10 @@ __attribute__((constructor(101))) void RegisterEarlyHandlers() {
 TEST(Fork, APrepareHandlerRegisteredBeforeHcmallocsMayAllocate) {
     hc_thread_flush();
     early_prepare_allocates = true;
-    alarm(60);  // a deadlock fails the test instead of hanging it
-    pid_t pid = fork();
+    int code = ForkFreeingInChild(early_blocks);
     early_prepare_allocates = false;
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        for (void *p : early_blocks) hc_free(p);
-        _exit(ChildWork());
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    alarm(0);
     for (void *p : early_blocks) EXPECT_NE(p, nullptr);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ(code, 0);
 }
 
 TEST(Fork, HandlersCanBeCalledByHandAndReleaseEverything) {
