@@ -2,10 +2,6 @@
 #ifndef HC_COMPILER_H_
 #define HC_COMPILER_H_
 
-/* Internal globals get their hci_ names (common/namespace.h) before any
- * declaration uses them. */
-#include "common/namespace.h"
-
 #define HC_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define HC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define HC_NOINLINE    __attribute__((noinline))

@@ -6,7 +6,6 @@
 #ifndef HC_FATAL_H_
 #define HC_FATAL_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 /* Prints "hcmalloc: <what> 0x<addr>" and aborts. */
 __attribute__((noreturn, cold)) void hc_fatal_pointer(const char *what, const void *addr);

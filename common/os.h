@@ -6,7 +6,6 @@
 #ifndef HC_OS_H_
 #define HC_OS_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stddef.h>
 

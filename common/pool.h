@@ -9,7 +9,6 @@
 #ifndef HC_POOL_H_
 #define HC_POOL_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stddef.h>
 

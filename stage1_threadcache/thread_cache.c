@@ -25,7 +25,19 @@
 tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
 HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
 
-static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
+/* What stage 1 keeps per thread beside the lists: the chunk it carves
+ * objects from. The record starts with the tc_cache the fast path reads
+ * (thread_cache.h); only this file sees the rest. */
+typedef struct tc_chunk_cache {
+    tc_cache base;       /* first: a tc_chunk_cache * is a tc_cache * */
+    size_t carved_bytes; /* bytes carved for this thread so far (read by stats) */
+    char *chunk_cursor;  /* unused part of the thread's chunk */
+    char *chunk_end;
+} tc_chunk_cache;
+
+HC_INLINE tc_chunk_cache *tc_chunks(tc_cache *tc) { return (tc_chunk_cache *)tc; }
+
+static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_chunk_cache));
 
 /* Every cache ever created, so hc_get_stats can add them up. Stage 1 never
  * frees a cache (that is stage 4's thread-exit reclamation). */
@@ -56,24 +68,25 @@ tc_cache *tc_get_or_create(void) {
  * consecutive mallocs return neighbouring memory. */
 void *tc_refill(tc_cache *tc, unsigned cls) {
     /* LAB BEGIN: refill */
+    tc_chunk_cache *chunks = tc_chunks(tc);
     size_t size = sc_size(cls);
-    if ((size_t)(tc->chunk_end - tc->chunk_cursor) < size) {
+    if ((size_t)(chunks->chunk_end - chunks->chunk_cursor) < size) {
         size_t chunk = TC_CHUNK_BYTES > size ? TC_CHUNK_BYTES : size;
         char *fresh = os_map(chunk);
         if (fresh == NULL)
             return NULL; /* errno = ENOMEM from os_map */
         track_internal_end(fresh, chunk); /* no object is carved from it yet */
-        tc->chunk_cursor = fresh;
-        tc->chunk_end = fresh + chunk;
+        chunks->chunk_cursor = fresh;
+        chunks->chunk_end = fresh + chunk;
     }
-    size_t fits = (size_t)(tc->chunk_end - tc->chunk_cursor) / size;
+    size_t fits = (size_t)(chunks->chunk_end - chunks->chunk_cursor) / size;
     uint32_t n = sc_batch(cls);
     if (fits < n)
         n = (uint32_t)fits;
 
-    char *first = tc->chunk_cursor;
-    tc->chunk_cursor += n * size;
-    __atomic_store_n(&tc->carved_bytes, tc->carved_bytes + n * size, __ATOMIC_RELAXED); /* read by stats */
+    char *first = chunks->chunk_cursor;
+    chunks->chunk_cursor += n * size;
+    __atomic_store_n(&chunks->carved_bytes, chunks->carved_bytes + n * size, __ATOMIC_RELAXED); /* read by stats */
     /* Hand out the first object; link the other n-1 onto the list. */
     if (n > 1) {
         char *obj = first + size;
@@ -108,7 +121,7 @@ void tc_collect_stats(hc_stats *out) {
     for (tc_cache *tc = tc_registry; tc != NULL; tc = tc->next_cache) {
         /* Other threads' counters are read without their owners' help: a
          * snapshot that may be a batch out of date, never a torn value. */
-        carved += __atomic_load_n(&tc->carved_bytes, __ATOMIC_RELAXED);
+        carved += __atomic_load_n(&tc_chunks(tc)->carved_bytes, __ATOMIC_RELAXED);
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
             cached += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
     }

@@ -7,8 +7,8 @@
  * thread with no cache yet, a list over its limit) leaves the fast path for
  * tc_refill / tc_overflow, which each stage implements its own way.
  *
- * This header is shared unchanged by stages 1-3: stage 2 changes only what
- * happens behind the two slow-path functions (thread_cache.c). */
+ * This header is shared unchanged by every stage: later stages change only
+ * what happens behind the slow-path functions (their thread_cache.c). */
 #ifndef HC_THREAD_CACHE_H_
 #define HC_THREAD_CACHE_H_
 
@@ -21,23 +21,15 @@
 #include "common/size_class.h"
 #include "common/trace.h"
 
+/* What every layer reads: the lists, and the registry link stats follow.
+ * Each stage's thread_cache.c allocates a larger record that starts with
+ * this one and holds that stage's own fields (stage 1's chunk, stage 2's
+ * list-policy figures, stage 4's budget), so the fast path never changes. */
 typedef struct tc_cache {
     hc_free_list lists[HC_NUM_CLASSES]; /* lists[cls]: free objects of class cls */
     struct tc_cache *next_cache;        /* every live cache, for hc_get_stats */
-    size_t carved_bytes;                /* stage 1: bytes carved for this thread so far */
-    char *chunk_cursor;                 /* stage 1: unused part of the thread's chunk */
-    char *chunk_end;
-    /* Stage 2: what the slow path learns about each list between visits. */
-    uint32_t slow_calls;                /* slow-path visits since the last scavenge */
-    uint8_t overages[HC_NUM_CLASSES];   /* overflows of lists[cls] since its limit last moved */
-    uint64_t ran_dry[2];                /* bit cls: lists[cls] was refilled since the last scavenge */
 } HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
                               * belong to different threads, and must not share one */
-
-/* One bit per size class: stage 2's ran-dry set above, stage 4's used set. */
-HC_INLINE void tc_class_set(uint64_t bits[2], unsigned cls) { bits[cls >> 6] |= (uint64_t)1 << (cls & 63); }
-HC_INLINE void tc_class_clear(uint64_t bits[2], unsigned cls) { bits[cls >> 6] &= ~((uint64_t)1 << (cls & 63)); }
-HC_INLINE int tc_class_test(const uint64_t bits[2], unsigned cls) { return (int)(bits[cls >> 6] >> (cls & 63)) & 1; }
 
 /* The calling thread's cache. Never NULL: a thread starts out pointing at
  * tc_sentinel, a cache whose every list is empty (so malloc misses) and full

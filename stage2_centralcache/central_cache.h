@@ -11,7 +11,6 @@
 #ifndef HC_CENTRAL_CACHE_H_
 #define HC_CENTRAL_CACHE_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stdint.h>
 

@@ -1,30 +1,37 @@
 /* stage2_centralcache/thread_cache.c — layer 1's slow path, now backed by
- * the central cache (layer 2).
+ * the central cache (layer 2): the list policy.
  *
  * What changed from stage 1 (diff this file against
  * stage1_threadcache/thread_cache.c):
  *   - an empty list is refilled with a batch fetched from the central cache,
  *     not carved from a private chunk;
- *   - each list has a limit (max_length) that starts at 1 and grows each
- *     time the list runs dry (slow start): +1 per refill up to one batch,
- *     then +1 batch per refill up to the class's cap;
+ *   - each list has a limit (max_length) that starts at 0 and grows each
+ *     time the list runs dry or overflows (slow start): +1 per refill up to
+ *     one batch, then +1 batch per refill up to the class's cap; a class a
+ *     thread never uses costs it nothing;
  *   - a free that finds its list at the limit gives a batch back, so memory
  *     flows from threads that free to threads that allocate; a list that
  *     keeps overflowing shrinks its limit by a batch (gperftools'
  *     ListTooLong), so a thread that only frees holds about one batch;
  *   - every TC_SCAVENGE_PERIOD slow-path visits, lists that did not run dry
  *     since the last scavenge give half their objects back (the scavenge);
- *   - hc_thread_flush() gives everything back (a thread with no cache has
- *     nothing, and must not write into the shared sentinel).
- * May touch: this thread's tc_cache; the central cache through cc_*. */
+ *   - hc_thread_flush() gives everything back and lowers every limit to 0
+ *     (a thread with no cache has nothing, and must not write into the
+ *     shared sentinel);
+ *   - a thread that cannot have a cache works uncached: its mallocs and
+ *     frees go to the central cache one object at a time;
+ *   - the layer above may refuse a limit's growth, hears of every drop, and
+ *     provides the record (thread_cache_hooks.h): stage 4's budget and
+ *     thread-exit reclamation live behind those hooks, so this policy
+ *     exists once.
+ * May touch: this thread's tc_cache; the registry (under its lock); the
+ * central cache through cc_*; the hooks (thread_cache_hooks.h). */
 #include "stage1_threadcache/thread_cache.h"
 
-#include <errno.h>
-
 #include "common/lock.h"
-#include "common/pool.h"
 #include "common/trace.h"
 #include "stage2_centralcache/central_cache.h"
+#include "stage2_centralcache/thread_cache_hooks.h"
 
 /* A list never holds more than this many bytes of objects (nor fewer than
  * one batch, nor more than TC_MAX_LIST_LENGTH objects): a thread may keep
@@ -40,12 +47,9 @@
 tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
 HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
 
-static hc_pool tc_cache_pool = HC_POOL_INITIALIZER(sizeof(tc_cache));
-
-/* Every cache ever created, so hc_get_stats can add them up. Caches of
- * exited threads stay here with their objects until stage 4. */
-static hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
-static tc_cache *tc_registry;
+hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
+tc_cache *tc_registry;
+size_t tc_live_caches;
 
 /* The most objects class `cls`'s list may grow to. */
 static uint32_t tc_list_cap(unsigned cls) {
@@ -55,32 +59,78 @@ static uint32_t tc_list_cap(unsigned cls) {
     return (uint32_t)cap;
 }
 
+/* ---- Creation ---------------------------------------------------------------- */
+
 tc_cache *tc_get_or_create(void) {
     tc_cache *tc = tc_current;
     if (HC_LIKELY(tc != &tc_sentinel))
         return tc;
-    tc = pool_alloc(&tc_cache_pool); /* zeroed: every list empty */
+    tc = tc_layer_new_record(); /* zeroed: every list empty, every limit 0 */
     if (tc == NULL)
-        return NULL;
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-        fl_set_limit(&tc->lists[cls], 1); /* slow start: a class used once costs one object */
+        return &tc_sentinel; /* uncached: tc_refill and tc_overflow see to it */
     hc_lock_acquire(&tc_registry_lock);
     tc->next_cache = tc_registry;
+    if (tc_registry != NULL)
+        tc_policy(tc_registry)->prev_cache = tc;
     tc_registry = tc;
+    tc_live_caches++;
     hc_lock_release(&tc_registry_lock);
     tc_current = tc;
+    tc_layer_cache_created(tc); /* after publishing: the hook may malloc */
     return tc;
+}
+
+void tc_registry_unlink_locked(tc_cache *tc) {
+    tc_cache *prev = tc_policy(tc)->prev_cache;
+    if (prev != NULL)
+        prev->next_cache = tc->next_cache;
+    else
+        tc_registry = tc->next_cache;
+    if (tc->next_cache != NULL)
+        tc_policy(tc->next_cache)->prev_cache = prev;
+    tc_live_caches--;
+}
+
+/* ---- Limits ------------------------------------------------------------------ */
+
+/* Raises lists[cls]'s limit to `limit`, unless the layer above refuses. */
+static void tc_raise_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
+    hc_free_list *list = &tc->lists[cls];
+    if (limit <= list->max_length || !tc_layer_may_raise_limit(tc, cls, list->max_length, limit))
+        return;
+    fl_set_limit(list, limit);
+    tc_policy(tc)->overages[cls] = 0;
+    tc_class_set(tc_policy(tc)->used_classes, cls);
+}
+
+/* Lowers lists[cls]'s limit to `limit`. The caller has already given back
+ * the objects above it. */
+static void tc_lower_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
+    hc_free_list *list = &tc->lists[cls];
+    uint32_t from = list->max_length;
+    if (limit >= from)
+        return;
+    fl_set_limit(list, limit);
+    tc_policy(tc)->overages[cls] = 0;
+    if (limit == 0)
+        tc_class_clear(tc_policy(tc)->used_classes, cls);
+    tc_layer_limit_lowered(tc, cls, from, limit);
+}
+
+/* A limit one batch lower, but never below a batch. */
+static uint32_t tc_one_batch_lower(uint32_t limit, uint32_t batch) {
+    return limit - batch > batch ? limit - batch : batch;
 }
 
 /* Slow start: the limit grows by one per refill until it reaches a batch,
  * then by a batch per refill until the cap. */
-static void tc_grow_limit(hc_free_list *list, unsigned cls) {
+static void tc_grow_limit(tc_cache *tc, unsigned cls) {
     /* LAB BEGIN: slow_start */
-    uint32_t batch = sc_batch(cls), cap = tc_list_cap(cls);
-    if (list->max_length < batch)
-        fl_set_limit(list, list->max_length + 1);
-    else if (list->max_length < cap)
-        fl_set_limit(list, list->max_length + batch < cap ? list->max_length + batch : cap);
+    uint32_t batch = sc_batch(cls), cap = tc_list_cap(cls), limit = tc->lists[cls].max_length;
+    if (limit < batch)
+        tc_raise_limit(tc, cls, limit + 1);
+    else if (limit < cap)
+        tc_raise_limit(tc, cls, limit + batch < cap ? limit + batch : cap);
     /* LAB END: slow_start */
 }
 
@@ -100,39 +150,48 @@ static void tc_release(tc_cache *tc, unsigned cls, uint32_t n) {
  * idle list empties in a few scavenges and a busy one is left alone. */
 static void tc_scavenge(tc_cache *tc) {
     /* LAB BEGIN: scavenge */
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        hc_free_list *list = &tc->lists[cls];
-        uint32_t length = fl_length(list), batch = sc_batch(cls);
-        if (tc_class_test(tc->ran_dry, cls) || length == 0)
-            continue;
-        tc_release(tc, cls, (length + 1) / 2);
-        if (list->max_length > batch)
-            fl_set_limit(list, list->max_length - batch > batch ? list->max_length - batch : batch);
-    }
-    tc->ran_dry[0] = tc->ran_dry[1] = 0;
+    tc_policy_cache *p = tc_policy(tc);
+    for (unsigned word = 0; word < 2; word++)
+        for (uint64_t bits = p->used_classes[word] & ~p->ran_dry[word]; bits != 0; bits &= bits - 1) {
+            unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
+            hc_free_list *list = &tc->lists[cls];
+            uint32_t length = fl_length(list), batch = sc_batch(cls);
+            if (length == 0)
+                continue;
+            tc_release(tc, cls, (length + 1) / 2);
+            if (list->max_length > batch)
+                tc_lower_limit(tc, cls, tc_one_batch_lower(list->max_length, batch));
+        }
+    p->ran_dry[0] = p->ran_dry[1] = 0;
     /* LAB END: scavenge */
 }
 
 /* Called on every refill and overflow: counts visits, scavenges each period. */
 static void tc_note_slow_path(tc_cache *tc) {
-    if (++tc->slow_calls >= TC_SCAVENGE_PERIOD) {
-        tc->slow_calls = 0;
+    if (++tc_policy(tc)->slow_calls >= TC_SCAVENGE_PERIOD) {
+        tc_policy(tc)->slow_calls = 0;
         tc_scavenge(tc);
     }
 }
 
+/* ---- Refill, overflow, flush ----------------------------------------------- */
+
 void *tc_refill(tc_cache *tc, unsigned cls) {
     HC_TRACE(HC_TRACE_TC_REFILL, cls);
+    void *first, *last;
+    if (tc == &tc_sentinel) /* uncached: one object straight from the central cache */
+        return cc_fetch(cls, 1, &first, &last) ? first : NULL;
     /* LAB BEGIN: refill_from_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
-    void *first, *last;
+    if (want == 0)
+        want = 1; /* a class's first malloc: its limit grows from 0 below */
     uint32_t got = cc_fetch(cls, want, &first, &last);
     if (got == 0)
         return NULL; /* errno = ENOMEM from the OS layer */
-    tc_grow_limit(list, cls);
-    tc_class_set(tc->ran_dry, cls);
-    if (got > 1)
+    tc_grow_limit(tc, cls);
+    tc_class_set(tc_policy(tc)->ran_dry, cls);
+    if (got > 1) /* got - 1 < want <= the limit: they fit */
         fl_push_range(list, fl_next(first), last, got - 1);
     tc_note_slow_path(tc);
     return first;
@@ -141,6 +200,10 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
 
 void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
     HC_TRACE(HC_TRACE_TC_OVERFLOW, cls);
+    if (tc == &tc_sentinel) {
+        tc_free_without_cache(obj, cls);
+        return;
+    }
     /* LAB BEGIN: overflow_to_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t batch = sc_batch(cls);
@@ -148,15 +211,17 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
     /* Below a batch the limit is still in slow start. Above it, a list that
      * keeps overflowing belongs to a thread that frees more than it
      * allocates: a big limit only lets it hoard, so shrink it (ListTooLong). */
-    if (list->max_length < batch) {
-        fl_set_limit(list, list->max_length + 1);
-    } else if (list->max_length > batch && ++tc->overages[cls] > TC_MAX_OVERAGES) {
-        fl_set_limit(list, list->max_length - batch > batch ? list->max_length - batch : batch);
-        tc->overages[cls] = 0;
+    uint32_t limit = list->max_length;
+    if (limit < batch) {
+        tc_grow_limit(tc, cls);
+        limit = list->max_length;
+    } else if (limit > batch && ++tc_policy(tc)->overages[cls] > TC_MAX_OVERAGES) {
+        limit = tc_one_batch_lower(limit, batch);
     }
     uint32_t length = fl_length(list);
-    uint32_t excess = length > list->max_length ? length - list->max_length : 0;
+    uint32_t excess = length > limit ? length - limit : 0;
     tc_release(tc, cls, excess > batch ? excess : batch);
+    tc_lower_limit(tc, cls, limit); /* after the objects went: nothing is ever above a limit */
     tc_note_slow_path(tc);
     /* LAB END: overflow_to_central */
 }
@@ -166,13 +231,24 @@ void tc_free_without_cache(void *obj, unsigned cls) {
     cc_return(cls, obj, obj, 1);
 }
 
+void tc_flush(tc_cache *tc) {
+    tc_policy_cache *p = tc_policy(tc);
+    for (unsigned word = 0; word < 2; word++)
+        for (uint64_t bits = p->used_classes[word]; bits != 0; bits &= bits - 1) {
+            unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
+            tc_release(tc, cls, fl_length(&tc->lists[cls]));
+            tc_lower_limit(tc, cls, 0);
+        }
+}
+
 void tc_flush_current(void) {
     tc_cache *tc = tc_current;
     if (tc == &tc_sentinel)
         return; /* no cache: nothing to give back, and the sentinel is shared */
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-        tc_release(tc, cls, fl_length(&tc->lists[cls]));
+    tc_flush(tc);
 }
+
+/* ---- Stats ------------------------------------------------------------------- */
 
 void tc_collect_stats(hc_stats *out) {
     size_t cached = 0;

@@ -13,7 +13,6 @@
 #ifndef HC_HEAP_MAP_H_
 #define HC_HEAP_MAP_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #ifdef __cplusplus
 extern "C" {

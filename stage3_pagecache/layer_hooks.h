@@ -8,7 +8,6 @@
 #ifndef HC_LAYER_HOOKS_H_
 #define HC_LAYER_HOOKS_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 /* Every malloc slow path, after the calling thread's cache is published
  * (so anything the hook calls may re-enter malloc and find the cache). */

@@ -1,8 +1,29 @@
 /* stage3_pagecache/page_cache.c — layer 3: free spans by length, split and merge.
  *
  * Everything here runs under pc_lock (see page_cache.h for the lock order).
- * May touch: span records (pool), the page map (as its only writer),
- * common/os.h for new regions and direct mappings. */
+ * A release policy (page_policy.h) is called at the start and the end of
+ * every page-cache call, under the lock. Stage 3's policy does nothing: its
+ * free pages stay backed for good. Stage 4 links one that gives free pages
+ * back to the OS over time (stage4_reclaim/page_release.c), through the
+ * mechanism at the end of this file; so every free span counts its backed
+ * pages here, in every stage:
+ *   - span->backed_pages bounds how many of a free span's pages may still be
+ *     resident; the others were released (madvise MADV_DONTNEED: the range
+ *     stays ours, the next touch faults in a zero page). totals.released_pages
+ *     sums page_count - backed_pages; in stage 3 it is always 0;
+ *   - on each exact-length list spans with backed pages come first, fully
+ *     released ones last, so a request reuses resident pages before it
+ *     faults in released ones (long spans are in the tree by length and
+ *     address: there a release changes no position);
+ *   - merging adds up backed_pages: a span freed next to a released one
+ *     merges at once, with no system call, and the merged span simply has
+ *     some backed pages (which ones is not recorded: touching a released
+ *     page is always safe). Splitting gives each piece min(its length, the
+ *     whole's backed_pages), an upper bound. So backed_pages may overstate
+ *     what is resident, never understate it; a release makes it exact (0).
+ * May touch: span records (pool), the page map (its span entries; the
+ * central cache writes the class bytes), common/os.h for new regions,
+ * direct mappings and releases, the policy hooks (page_policy.h). */
 #include "stage3_pagecache/page_cache.h"
 
 #include <errno.h>
@@ -13,6 +34,7 @@
 #include "common/pool.h"
 #include "common/trace.h"
 #include "common/track.h"
+#include "stage3_pagecache/page_policy.h"
 
 static hc_lock pc_lock = HC_LOCK_INITIALIZER;
 static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
@@ -26,6 +48,8 @@ static hc_span *long_spans; /* root of the treap of long free spans */
 
 static pc_census totals; /* every field but largest_free_pages, kept current */
 
+static size_t release_calls; /* madvise calls made, for stats */
+
 static int is_long(size_t pages) { return pages > PC_MAX_LIST_PAGES; }
 
 static void lists_init_once(void) {
@@ -34,6 +58,7 @@ static void lists_init_once(void) {
     for (size_t i = 0; i <= PC_MAX_LIST_PAGES; i++)
         span_list_init(&free_lists[i]);
     free_lists_ready = 1;
+    pc_policy_init();
 }
 
 /* ---- Span records ------------------------------------------------------------ */
@@ -135,18 +160,23 @@ static hc_span *tree_best_fit(size_t pages) {
 
 /* ---- Free lists -------------------------------------------------------------- */
 
-/* Puts a span that has no free neighbour on its list, registered at both ends. */
+/* Puts a span that has no free neighbour on its list or in the tree,
+ * registered at both ends; on a list at the head if it has backed pages, at
+ * the tail if it has none. */
 static void free_span_insert(hc_span *s) {
     s->state = SPAN_FREE;
     s->size_class = 0;
     pm_set(s->start_page, s);
     pm_set(span_end_page(s) - 1, s);
-    if (is_long(s->page_count))
+    if (is_long(s->page_count)) {
         tree_insert(s);
-    else
-        span_list_push(&free_lists[s->page_count], s);
+    } else {
+        hc_span *head = &free_lists[s->page_count];
+        span_list_push(s->backed_pages > 0 ? head : head->prev, s); /* head->prev: after the last */
+    }
     totals.free_pages += s->page_count;
     totals.free_spans++;
+    totals.released_pages += s->page_count - s->backed_pages;
 }
 
 static void free_span_remove(hc_span *s) {
@@ -156,6 +186,16 @@ static void free_span_remove(hc_span *s) {
         span_list_remove(s);
     totals.free_pages -= s->page_count;
     totals.free_spans--;
+    totals.released_pages -= s->page_count - s->backed_pages;
+}
+
+/* Gives the pages of `s` back to the OS. If the kernel refuses, they simply
+ * stay backed. */
+static void span_release_pages(hc_span *s) {
+    HC_TRACE(HC_TRACE_PC_RELEASE, 0);
+    release_calls++;
+    if (os_release(span_start(s), span_bytes(s)) == 0)
+        s->backed_pages = 0;
 }
 
 /* The free span that ends right before `page`, or NULL. The entry may be
@@ -173,25 +213,26 @@ static hc_span *free_span_starting_at(uintptr_t page) {
 }
 
 /* Frees span `s` (not on any list), merging it with free neighbours on both
- * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify. */
+ * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify.
+ * The caller has set s->backed_pages. */
 static void free_span_merge_insert(hc_span *s) {
-    /* LAB BEGIN: merge */
     hc_span *left = free_span_ending_at(s->start_page);
     if (left != NULL) {
         free_span_remove(left);
         s->start_page = left->start_page;
         s->page_count += left->page_count;
+        s->backed_pages += left->backed_pages;
         span_dead(left);
     }
     hc_span *right = free_span_starting_at(span_end_page(s));
     if (right != NULL) {
         free_span_remove(right);
         s->page_count += right->page_count;
+        s->backed_pages += right->backed_pages;
         span_dead(right);
     }
     HC_TRACE_N(HC_TRACE_PC_MERGE, 0, (left != NULL) + (right != NULL));
     free_span_insert(s);
-    /* LAB END: merge */
 }
 
 /* The best free span for `pages` pages: the exact list, then the next longer
@@ -211,7 +252,6 @@ static hc_span *free_span_find(size_t pages) {
  * describing the middle, or NULL (s back on its list) if a record for a
  * piece could not be had. */
 static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
-    /* LAB BEGIN: split */
     size_t before = at - s->start_page;
     size_t after = span_end_page(s) - (at + pages);
     hc_span *head = NULL, *tail = NULL;
@@ -221,13 +261,15 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
         free_span_insert(s);
         return NULL;
     }
+    /* Which pages are backed is not known: each piece may hold them all. */
+    if (head) head->backed_pages = before < s->backed_pages ? before : s->backed_pages;
+    if (tail) tail->backed_pages = after < s->backed_pages ? after : s->backed_pages;
     if (head) free_span_insert(head);
     if (tail) free_span_insert(tail);
     if (head || tail) HC_TRACE(HC_TRACE_PC_SPLIT, 0);
     s->start_page = at;
     s->page_count = pages;
     return s;
-    /* LAB END: split */
 }
 
 /* ---- Growing the heap -------------------------------------------------------- */
@@ -254,6 +296,8 @@ static int heap_grow(size_t pages) {
     track_internal_end(region, grow << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
     hc_span *s = span_new(first, grow);
+    if (s != NULL)
+        s->backed_pages = grow; /* untouched, but not released: counted as backed */
     if (s == NULL || pm_ensure(first, grow) != 0) {
         if (s) span_dead(s);
         os_unmap(region, grow << HC_PAGE_SHIFT);
@@ -267,11 +311,89 @@ static int heap_grow(size_t pages) {
     return 0;
 }
 
+/* ---- Giving pages back to the OS: the mechanism -----------------------------------
+ * When and how much is the policy's question (page_policy.h); stage 3's
+ * policy never asks. */
+
+static size_t backed_free_pages(void) { return totals.free_pages - totals.released_pages; }
+
+/* Releases free span `s`, which stays free (on a list, it moves to the
+ * tail; in the tree its key is unchanged). Its neighbours are in use (no two
+ * free spans touch), so nothing merges. Returns the pages that were counted
+ * as backed and now are not (0 if the kernel refused). */
+static size_t release_free_span(hc_span *s) {
+    size_t backed = s->backed_pages;
+    free_span_remove(s);
+    span_release_pages(s);
+    free_span_insert(s);
+    return backed - s->backed_pages;
+}
+
+/* Releases backed spans of subtree `t`, longest first, until `want` pages. */
+static size_t release_tree(hc_span *t, size_t want) {
+    if (t == NULL)
+        return 0;
+    size_t released = release_tree(t->right, want);
+    hc_span *shorter = t->left; /* read first: a release re-inserts t */
+    if (released < want && t->backed_pages > 0)
+        released += release_free_span(t);
+    if (released < want)
+        released += release_tree(shorter, want - released);
+    return released;
+}
+
+/* The longest first: the most memory per system call, and the spans least
+ * likely to be asked for soon. */
+size_t pc_release_free_pages_locked(size_t want) {
+    size_t released = release_tree(long_spans, want);
+    for (size_t n = PC_MAX_LIST_PAGES; n > 0 && released < want; n--) {
+        /* Backed spans lead the list; each released one moves to the tail. */
+        while (released < want && free_lists[n].next->backed_pages > 0) {
+            size_t got = release_free_span(free_lists[n].next);
+            if (got == 0)
+                break; /* the kernel refused: it is back at the head */
+            released += got;
+        }
+    }
+    return released;
+}
+
+size_t pc_backed_free_pages_locked(void) { return backed_free_pages(); }
+
+size_t pc_release_free_pages(size_t want) {
+    hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    size_t released = pc_release_free_pages_locked(want);
+    pc_policy_after_call();
+    hc_lock_release(&pc_lock);
+    return released << HC_PAGE_SHIFT;
+}
+
+size_t pc_release_calls(void) {
+    hc_lock_acquire(&pc_lock);
+    size_t calls = release_calls;
+    hc_lock_release(&pc_lock);
+    return calls;
+}
+
+void pc_lock_all(void) {
+    hc_lock_acquire(&pc_lock);
+    hc_lock_acquire(&span_pool.lock);
+}
+
+void pc_unlock_all(void) {
+    hc_lock_release(&span_pool.lock);
+    hc_lock_release(&pc_lock);
+}
+
 /* ---- Handing spans out ------------------------------------------------------- */
 
 /* Marks `s` in use and registers every one of its pages, so that any pointer
  * into it finds it. */
 static void span_hand_out(hc_span *s, unsigned size_class) {
+    /* Released pages fault back in (zeroed) as the program touches them;
+     * nothing here assumes they are zero, and calloc still clears them. */
+    s->backed_pages = 0;
     s->size_class = (uint8_t)size_class;
     s->free_objects = NULL;
     s->free_count = 0;
@@ -309,6 +431,8 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
         return NULL;
     track_internal_end(block, pages << HC_PAGE_SHIFT); /* past the block's size: no one's */
     hc_lock_acquire(&pc_lock);
+    lists_init_once();
+    pc_policy_before_call(); /* a program of huge blocks alone has slow paths too */
     hc_span *s = span_new(span_page_of(block), pages);
     if (s == NULL || pm_ensure(s->start_page, pages) != 0) {
         if (s) span_dead(s);
@@ -337,6 +461,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
         return direct_map(pages, HC_PAGE_SIZE);
     hc_lock_acquire(&pc_lock);
     lists_init_once();
+    pc_policy_before_call();
     hc_span *s = free_span_find(pages);
     if (s == NULL) {
         if (heap_grow(pages) != 0) {
@@ -349,6 +474,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     s = free_span_carve(s, s->start_page, pages);
     if (s != NULL)
         span_hand_out(s, size_class);
+    pc_policy_after_call();
     hc_lock_release(&pc_lock);
     if (s == NULL)
         errno = ENOMEM;
@@ -399,6 +525,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
         return direct_map(pages, align_pages << HC_PAGE_SHIFT);
     hc_lock_acquire(&pc_lock);
     lists_init_once();
+    pc_policy_before_call();
     uintptr_t at;
     hc_span *s = free_span_find_aligned(pages, align_pages, &at);
     if (s == NULL) {
@@ -413,6 +540,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     s = free_span_carve(s, at, pages);
     if (s != NULL)
         span_hand_out(s, 0);
+    pc_policy_after_call();
     hc_lock_release(&pc_lock);
     if (s == NULL)
         errno = ENOMEM;
@@ -424,6 +552,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
 void pc_free_span(hc_span *s) {
     HC_TRACE(HC_TRACE_SPAN_RETURN, s->size_class);
     hc_lock_acquire(&pc_lock);
+    pc_policy_before_call();
     if (s->state == SPAN_SMALL) {
         totals.small_pages -= s->page_count;
     } else if (s->direct) {
@@ -446,7 +575,9 @@ void pc_free_span(hc_span *s) {
     }
     /* Its interior entries still point at it; now SPAN_FREE, they make a
      * second free of the block an invalid pointer rather than a corruption. */
+    s->backed_pages = s->page_count; /* the program may have touched every page */
     free_span_merge_insert(s);
+    pc_policy_after_call();
     hc_lock_release(&pc_lock);
 }
 
@@ -459,6 +590,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
     int grown = 0;
     hc_lock_acquire(&pc_lock);
     lists_init_once();
+    pc_policy_before_call();
     hc_span *next = free_span_starting_at(span_end_page(s));
     if (next != NULL && next->page_count >= extra) {
         free_span_remove(next);
@@ -472,6 +604,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
             grown = 1;
         }
     }
+    pc_policy_after_call();
     hc_lock_release(&pc_lock);
     return grown ? 0 : -1;
 }
@@ -481,6 +614,7 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     uintptr_t tail_page = s->start_page + pages;
     hc_lock_acquire(&pc_lock);
     lists_init_once();
+    pc_policy_before_call();
     if (s->direct) {
         /* Unregistered before unmapped, as in pc_free_span. */
         pm_set_range(tail_page, cut, NULL);
@@ -497,9 +631,11 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     }
     s->page_count = pages;
     totals.large_pages -= cut;
+    tail->backed_pages = cut; /* the program may have touched them */
     /* The tail's inner page-map entries still name s, which no longer covers
      * them: readers treat them as stale (page_cache.h). */
     free_span_merge_insert(tail);
+    pc_policy_after_call();
     hc_lock_release(&pc_lock);
     return 0;
 }
@@ -527,7 +663,7 @@ void pc_get_census(pc_census *out) {
 
 /* What the check counts while it walks the free spans. */
 typedef struct free_tally {
-    size_t spans, pages;
+    size_t spans, pages, released;
 } free_tally;
 
 /* What must hold for every free span, on a list or in the tree. */
@@ -537,6 +673,8 @@ static const char *check_free_span(const hc_span *s, free_tally *tally) {
     if (pm_lookup(span_end_page(s) - 1) != s) return "a free span's last page does not map to it";
     if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
     if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
+    if (s->backed_pages > s->page_count) return "a span has more backed pages than pages";
+    tally->released += s->page_count - s->backed_pages;
     tally->spans++;
     tally->pages += s->page_count;
     return NULL;
@@ -560,10 +698,13 @@ static const char *check_tree(const hc_span *t, const hc_span *lo, const hc_span
 }
 
 static const char *check_locked(void) {
-    free_tally tally = {0, 0};
+    free_tally tally = {0, 0, 0};
     for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++) {
+        int seen_released = 0;
         for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next) {
             if (s->page_count != n) return "a span is on the list of another length";
+            if (seen_released && s->backed_pages > 0) return "a backed span follows a released one";
+            seen_released |= s->backed_pages == 0;
             if (s->next->prev != s) return "a free list's links are broken";
             const char *broken = check_free_span(s, &tally);
             if (broken != NULL) return broken;
@@ -573,6 +714,7 @@ static const char *check_locked(void) {
     if (broken != NULL) return broken;
     if (tally.spans != totals.free_spans) return "free span count does not match the lists";
     if (tally.pages != totals.free_pages) return "free page count does not match the lists";
+    if (tally.released != totals.released_pages) return "released page count does not match the lists";
     if (totals.free_pages + totals.small_pages + totals.large_pages != totals.heap_pages)
         return "free + in-use pages != heap pages";
     return NULL;
@@ -588,7 +730,8 @@ const char *pc_check(void) {
 
 void pc_collect_stats(hc_stats *out) {
     hc_lock_acquire(&pc_lock);
-    out->page_cache_free_bytes += totals.free_pages << HC_PAGE_SHIFT;
+    out->page_cache_free_bytes += (totals.free_pages - totals.released_pages) << HC_PAGE_SHIFT;
+    out->released_bytes += totals.released_pages << HC_PAGE_SHIFT;
     out->bytes_in_use += (totals.large_pages + totals.direct_pages) << HC_PAGE_SHIFT;
     hc_lock_release(&pc_lock);
 }
@@ -615,7 +758,7 @@ void pc_visit_spans(pc_span_visitor visit, void *arg) {
         pc_span_view view = {
             .start_page = s->start_page,
             .page_count = s->page_count,
-            .backed_pages = s->state == SPAN_FREE ? s->page_count : 0 /* stage 3 never releases */,
+            .backed_pages = s->state == SPAN_FREE ? s->backed_pages : 0,
             .state = s->state,
             .size_class = s->size_class,
             .direct = s->direct,

@@ -27,7 +27,10 @@
  * here (the central cache drops its bucket lock first), so the two never
  * nest and cannot deadlock. Under the page cache lock we take only the
  * metadata pool's lock (span records), which takes no other lock.
- * May touch: span records, the page map (sole writer), common/os.h, pool.h. */
+ * Free pages go back to the OS only when the policy of the layer above says
+ * so (page_policy.h); stage 3's never does.
+ * May touch: span records, the page map (its span entries; the central cache
+ * writes the class bytes), common/os.h, pool.h, the policy (page_policy.h). */
 #ifndef HC_PAGE_CACHE_H_
 #define HC_PAGE_CACHE_H_
 
@@ -106,7 +109,7 @@ typedef struct pc_census {
     size_t large_pages;        /* in SPAN_LARGE spans from the heap */
     size_t direct_pages;       /* in directly mapped spans */
     size_t direct_spans;
-    size_t released_pages;     /* stage 4: of free_pages, given back to the OS; stage 3: 0 */
+    size_t released_pages;     /* of free_pages, given back to the OS (0 unless a policy releases) */
 } pc_census;
 
 /* A consistent snapshot of the counters (takes the lock). */
@@ -119,6 +122,12 @@ void pc_get_census(pc_census *out);
  * Expensive (every free span): for tests and debug checks. */
 const char *pc_check(void);
 
+/* Takes the page cache lock and then the span-record pool's lock (the page
+ * cache takes the pool's under its own, never the reverse), for a caller
+ * that must stop the whole page cache: stage 4's fork handlers. */
+void pc_lock_all(void);
+void pc_unlock_all(void);
+
 /* Adds the free spans to page_cache_free_bytes and the large blocks in use
  * to bytes_in_use (small spans are the central cache's to count). */
 void pc_collect_stats(hc_stats *out);
@@ -129,7 +138,7 @@ void pc_collect_stats(hc_stats *out);
 typedef struct pc_span_view {
     uintptr_t start_page;
     size_t page_count;
-    size_t backed_pages; /* SPAN_FREE: at most this many resident (stage 3: all of them) */
+    size_t backed_pages; /* SPAN_FREE: at most this many resident */
     unsigned state;      /* span_state */
     unsigned size_class; /* SPAN_SMALL: its class; else 0 */
     unsigned direct;     /* mapped straight from the OS */

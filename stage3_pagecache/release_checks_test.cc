@@ -21,6 +21,15 @@ namespace {
 #define SKIP_IN_DEBUG_BUILDS() \
     if (HC_DEBUG) GTEST_SKIP() << "HC_DEBUG catches this at the call (bad_input_debug_test)"
 
+// A list's limit starts at 0 and grows by one per refill (slow start), so a
+// class's first frees go straight back to the central cache. These tests are
+// about a mistake on a warm list, one with room: eight mallocs of the class
+// (kept) leave its list holding 3 objects with a limit of 5.
+void WarmUp(size_t size) {
+    for (int i = 0; i < 8; i++)
+        (void)hc_malloc(size);
+}
+
 constexpr const char *kCorruptBatch =
     "hcmalloc: free\\(\\): invalid pointer 0x[0-9a-f]+ \\(returned from a thread cache: .*double free.*wrong size";
 
@@ -43,6 +52,7 @@ TEST(ReleaseChecks, WrongSizeMayBeHandedOutAsTheWrongClass) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_EXIT(
         {
+            WarmUp(3000);
             void *p = hc_malloc(48);
             hc_free_sized(p, 3000);
             void *q = hc_malloc(3000);
@@ -58,6 +68,7 @@ TEST(ReleaseChecks, DoubleFreeIsCaughtWhenMoreCopiesComeBackThanAreOut) {
     EXPECT_DEATH(
         {
             std::thread([] {
+                WarmUp(1536);
                 void *p = hc_malloc(1536);
                 hc_free(p);
                 hc_free(p);
@@ -76,6 +87,7 @@ TEST(ReleaseChecks, DoubleFreeHandsTheBlockOutTwice) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_EXIT(
         {
+            WarmUp(2048);
             void *p = hc_malloc(2048);
             hc_free(p);
             hc_free(p);

@@ -77,11 +77,12 @@ typedef struct hc_span {
      * reference count of those that are. */
     union {
         void *free_objects;  /* SPAN_SMALL, under the bucket lock */
-        /* stage 4, SPAN_FREE, under the page cache lock: at most this many
-         * of its pages may be resident; the others were given back to the OS
-         * (madvise) and read as zero pages when touched. Shares its word
-         * with free_objects (the two states never overlap), so the record
-         * stays one 64-byte cache line. Stage 3 never reads it. */
+        /* SPAN_FREE, under the page cache lock: at most this many of its
+         * pages may be resident; the others were given back to the OS
+         * (madvise, when a release policy asks: page_policy.h) and read as
+         * zero pages when touched. Shares its word with free_objects (the
+         * two states never overlap), so the record stays one 64-byte cache
+         * line. */
         size_t backed_pages;
     };
     uint32_t free_count;

@@ -17,7 +17,6 @@
 #ifndef HC_TRANSFER_CACHE_H_
 #define HC_TRANSFER_CACHE_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,21 +2,21 @@
  *
  * See reclaim.h for the lock order and why it cannot deadlock.
  * May touch: every layer's locks (through tc_fork_lock, cc_bucket_lock,
- * pc_fork_lock), nothing else. */
+ * pc_lock_all), nothing else. */
 #include <pthread.h>
 
 #include "common/compiler.h"
 #include "common/lock.h"
 #include "common/size_class.h"
 #include "stage2_centralcache/central_cache.h"
-#include "stage4_reclaim/page_release.h"
+#include "stage3_pagecache/page_cache.h"
 #include "stage4_reclaim/reclaim.h"
 
 void hc_fork_prepare(void) {
     tc_fork_lock();
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
         hc_lock_acquire(cc_bucket_lock(cls));
-    pc_fork_lock();
+    pc_lock_all();
     /* Every allocator lock is ours now: a prepare handler that runs after
      * this one (registered before hcmalloc's) may still allocate, and its
      * lock operations must not wait for this thread (common/lock.h). */
@@ -27,7 +27,7 @@ void hc_fork_prepare(void) {
  * one that locked, so it may unlock (the mutexes are plain ones). */
 static void hc_fork_release(void) {
     hc_lock_fork_owner = 0;
-    pc_fork_unlock();
+    pc_unlock_all();
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
         hc_lock_release(cc_bucket_lock(cls));
     tc_fork_unlock();

@@ -16,7 +16,6 @@
 #ifndef HC_OPTIONS_H_
 #define HC_OPTIONS_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stddef.h>
 

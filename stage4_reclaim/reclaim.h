@@ -4,7 +4,6 @@
 #ifndef HC_RECLAIM_H_
 #define HC_RECLAIM_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stddef.h>
 
@@ -34,7 +33,7 @@ void tc_fork_unlock(void);
  * other thread is inside the allocator; parent and child then release them:
  *   1. thread-cache registry, 2. thread-cache record pool (tc_fork_lock),
  *   3. every central bucket lock, class 0 upwards,
- *   4. the page cache lock, 5. the span-record pool (pc_fork_lock).
+ *   4. the page cache lock, 5. the span-record pool (pc_lock_all).
  * The page map has no lock of its own (its writers hold the page cache
  * lock). The order matches every nesting the allocator does (registry
  * before pool; page cache before span pool; bucket locks never nested with

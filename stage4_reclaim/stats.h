@@ -6,7 +6,6 @@
 #ifndef HC_STAGE4_STATS_H_
 #define HC_STAGE4_STATS_H_
 
-#include "common/namespace.h" /* internal names get their hci_ spelling */
 
 #include <stddef.h>
 

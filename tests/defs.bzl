@@ -30,7 +30,7 @@ def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}, internal_libs = []
         symbols_test checks too.
     """
     # Every global the stage's archives (and common's) define is public API
-    # or hci_ (common/namespace.h).
+    # or hidden, and local once localized (tests/symbols_test.sh).
     # (A filegroup: a cc_library's runfiles leave its archive out.)
     native.filegroup(
         name = "symbols_test_archives",

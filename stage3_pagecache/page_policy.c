@@ -1,0 +1,9 @@
+/* stage3_pagecache/page_policy.c — layer 3's release policy
+ * (page_policy.h): none. Free pages stay backed, so a heap never shrinks;
+ * stage 4 links stage4_reclaim/page_release.c instead.
+ * May touch: nothing. */
+#include "stage3_pagecache/page_policy.h"
+
+void pc_policy_init(void) {}
+void pc_policy_before_call(void) {}
+void pc_policy_after_call(void) {}

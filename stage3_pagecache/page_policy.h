@@ -1,0 +1,49 @@
+/* stage3_pagecache/page_policy.h — where the page cache calls the layer
+ * above it: the policy that decides when free pages go back to the OS.
+ *
+ * The page cache (page_cache.c) calls the three hooks below, with its lock
+ * held, on every call it serves. Stage 3 links hooks that do nothing
+ * (stage3_pagecache/page_policy.c: free pages stay backed for good); stage 4
+ * links its release policy (stage4_reclaim/page_release.c). The BUILD file
+ * picks the file, as for layer_hooks.h: no weak symbols, and the diff
+ * between the two files is the lesson.
+ *
+ * The mechanism stays in the page cache, which alone may walk its free
+ * spans: the policy asks how many free pages are backed and has some of
+ * them released. */
+#ifndef HC_PAGE_POLICY_H_
+#define HC_PAGE_POLICY_H_
+
+#include <stddef.h>
+
+/* ---- Hooks: the page cache calls these, holding pc_lock --------------------- */
+
+/* Once, before the page cache serves its first call. */
+void pc_policy_init(void);
+
+/* At the start of every page-cache call (span-sized work: grow, alloc,
+ * free, resize in place), before it changes anything. */
+void pc_policy_before_call(void);
+
+/* At its end, the change made, the lock still held. */
+void pc_policy_after_call(void);
+
+/* ---- What the page cache offers a policy ------------------------------------- */
+
+/* Free pages that may still be resident (free pages not yet released).
+ * pc_lock held: for the hooks. */
+size_t pc_backed_free_pages_locked(void);
+
+/* Releases backed free spans, the longest first, until at least `want`
+ * pages went back or none is left; returns the pages released. If the
+ * kernel refuses, the pages simply stay backed. pc_lock held: for the hooks. */
+size_t pc_release_free_pages_locked(size_t want);
+
+/* The same from outside the page cache: takes the lock, releases, runs
+ * pc_policy_after_call, and returns the bytes released. */
+size_t pc_release_free_pages(size_t want);
+
+/* madvise calls made so far (0 for as long as no policy releases). */
+size_t pc_release_calls(void);
+
+#endif /* HC_PAGE_POLICY_H_ */

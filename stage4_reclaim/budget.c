@@ -1,0 +1,175 @@
+/* stage4_reclaim/budget.c — layer 4: a budget for all thread caches
+ * together. Stage 2's list policy asks before a list's limit grows and says
+ * when one drops (stage2_centralcache/thread_cache_hooks.h); this file
+ * answers: diff it against stage2_centralcache/thread_cache_hooks.c, whose
+ * answer is always yes.
+ *
+ * A list's limit (max_length) bounds what it can hold, so the sum over a
+ * thread's lists of max_length x size -- its capacity -- bounds what the
+ * thread can cache. The first TC_FLOOR_BYTES of every thread's capacity are
+ * free: a new thread always gets a working cache, even when the budget is
+ * all handed out. Capacity above the floor is charged to the budget
+ * (HCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES):
+ *   - a list that wants to grow takes the bytes from its thread's spare;
+ *   - when the spare is short, the thread claims TC_SHARE_STEP more from the
+ *     unclaimed budget: one compare-and-swap on a counter, no lock;
+ *   - when the unclaimed budget is empty too, the claim fails at once (one
+ *     load) and the list does not grow. Only every TC_STEAL_BACKOFF-th
+ *     refused claim of a thread sweeps TC_STEAL_VISITS caches (a trylock:
+ *     never waiting) and takes the spare of those whose owners have not
+ *     needed budget for two sweeps: idle threads' spare goes to busy ones,
+ *     and a busy thread is never stolen from nor made to wait;
+ *   - a limit that drops (overflow, scavenge, flush) turns its capacity
+ *     back into spare, and a thread keeps at most TC_SPARE_KEEP spare: the
+ *     rest goes back to the unclaimed counter (a fetch-add).
+ * Bytes leave one counter before they enter another, so at every moment
+ *   sum(cached) <= sum(capacity) <= sum(charged + spare) + live x floor
+ *   and sum(charged + spare) + unclaimed <= budget.
+ * An exiting thread returns its charge and spare to the unclaimed budget.
+ * May touch: this thread's budget fields; other caches' spare_bytes
+ * (atomically) and, through a sweep, the registry (thread_exit.c). */
+#include <errno.h>
+#include <pthread.h>
+
+#include "common/lock.h"
+#include "stage4_reclaim/options.h"
+#include "stage4_reclaim/reclaim.h"
+#include "stage4_reclaim/reclaim_cache.h"
+
+#define TC_FLOOR_BYTES    ((size_t)2 * HC_BATCH_BYTES)
+#define TC_SHARE_STEP     ((size_t)16 << 10)
+#define TC_SPARE_KEEP     ((size_t)32 << 10)
+#define TC_STEAL_BACKOFF  64u
+#define TC_STEAL_VISITS   16u
+
+/* Budget no thread holds (atomic), and the sweep counter (atomic). */
+static size_t tc_unclaimed;
+static unsigned tc_epoch;
+
+void tc_budget_init(void) {
+    __atomic_store_n(&tc_unclaimed, hc_get_options()->max_total_thread_cache_bytes, __ATOMIC_RELAXED);
+}
+
+unsigned tc_budget_next_epoch(void) { return __atomic_add_fetch(&tc_epoch, 1, __ATOMIC_RELAXED); }
+
+/* Budget owed for a capacity: what lies above the free floor. */
+static size_t tc_charge(size_t capacity) {
+    return capacity > TC_FLOOR_BYTES ? capacity - TC_FLOOR_BYTES : 0;
+}
+
+/* Takes up to `want` bytes from the counter at `from`; returns how many. */
+static size_t tc_take(size_t *from, size_t want) {
+    size_t have = __atomic_load_n(from, __ATOMIC_RELAXED);
+    size_t take;
+    do {
+        if (have == 0)
+            return 0;
+        take = want < have ? want : have;
+    } while (!__atomic_compare_exchange_n(from, &have, have - take, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return take;
+}
+
+/* Puts `bytes` into tc's spare and sends what exceeds TC_SPARE_KEEP back to
+ * the unclaimed budget. */
+static void tc_add_spare(tc_cache *tc, size_t bytes) {
+    size_t spare = __atomic_add_fetch(&tc_ext(tc)->spare_bytes, bytes, __ATOMIC_RELAXED);
+    if (spare > TC_SPARE_KEEP) {
+        size_t back = tc_take(&tc_ext(tc)->spare_bytes, spare - TC_SPARE_KEEP);
+        __atomic_fetch_add(&tc_unclaimed, back, __ATOMIC_RELAXED);
+    }
+}
+
+size_t tc_budget_take_idle_spare(tc_cache *victim, unsigned epoch) {
+    if (epoch - __atomic_load_n(&tc_ext(victim)->active_epoch, __ATOMIC_RELAXED) <= 2)
+        return 0; /* its owner needed budget lately: busy, never stolen from */
+    return __atomic_exchange_n(&tc_ext(victim)->spare_bytes, 0, __ATOMIC_RELAXED);
+}
+
+/* The unclaimed budget is gone: now and then, look for idle threads' spare. */
+static size_t tc_steal(tc_cache *tc) {
+    /* LAB BEGIN: budget_steal */
+    if (++tc_ext(tc)->failed_claims % TC_STEAL_BACKOFF != 1)
+        return 0;
+    if (pthread_mutex_trylock(&tc_registry_lock.mutex) != 0)
+        return 0; /* someone else is sweeping or creating: do not wait for them */
+    tc_cache *dead = NULL;
+    size_t stolen = tc_sweep_locked(tc, TC_STEAL_VISITS, &dead);
+    hc_lock_release(&tc_registry_lock);
+    tc_reclaim_dead(dead);
+    return stolen;
+    /* LAB END: budget_steal */
+}
+
+/* Reserves `need` more bytes of capacity for tc; returns 1 on success. */
+static int tc_reserve(tc_cache *tc, size_t need) {
+    /* LAB BEGIN: budget_reserve */
+    size_t charge = tc_charge(tc_ext(tc)->capacity_bytes + need) - tc_charge(tc_ext(tc)->capacity_bytes);
+    /* Marks this thread busy for the steal sweep (tc_budget_take_idle_spare). */
+    __atomic_store_n(&tc_ext(tc)->active_epoch, __atomic_load_n(&tc_epoch, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    if (charge > 0) {
+        size_t got = tc_take(&tc_ext(tc)->spare_bytes, charge);
+        if (got < charge) {
+            size_t want = charge - got > TC_SHARE_STEP ? charge - got : TC_SHARE_STEP;
+            got += tc_take(&tc_unclaimed, want);
+            if (got < charge)
+                got += tc_steal(tc);
+        }
+        if (got < charge) {
+            if (got > 0)
+                tc_add_spare(tc, got); /* keep it for the next try */
+            return 0;
+        }
+        if (got > charge)
+            tc_add_spare(tc, got - charge);
+    }
+    __atomic_store_n(&tc_ext(tc)->capacity_bytes, tc_ext(tc)->capacity_bytes + need, __ATOMIC_RELAXED);
+    return 1;
+    /* LAB END: budget_reserve */
+}
+
+/* ---- The hooks of stage 2's list policy ------------------------------------ */
+
+int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {
+    return tc_reserve(tc, (size_t)(to - from) * sc_size(cls));
+}
+
+void tc_layer_limit_lowered(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {
+    size_t old_capacity = tc_ext(tc)->capacity_bytes;
+    size_t capacity = old_capacity - (size_t)(from - to) * sc_size(cls);
+    __atomic_store_n(&tc_ext(tc)->capacity_bytes, capacity, __ATOMIC_RELAXED);
+    size_t freed = tc_charge(old_capacity) - tc_charge(capacity);
+    if (freed > 0)
+        tc_add_spare(tc, freed);
+}
+
+void tc_budget_give_back(tc_cache *tc) {
+    size_t back = tc_charge(tc_ext(tc)->capacity_bytes) +
+                  __atomic_exchange_n(&tc_ext(tc)->spare_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tc_unclaimed, back, __ATOMIC_RELAXED);
+}
+
+/* ---- Stats ------------------------------------------------------------------ */
+
+void tc_budget_snapshot(tc_budget_stats *out) {
+    tc_reclaim_init_once();
+    tc_cache *dead = NULL;
+    hc_lock_acquire(&tc_registry_lock);
+    tc_sweep_locked(NULL, tc_live_caches, &dead); /* "live" means a live owner */
+    hc_lock_release(&tc_registry_lock);
+    tc_reclaim_dead(dead);
+
+    hc_lock_acquire(&tc_registry_lock);
+    out->budget_bytes = hc_get_options()->max_total_thread_cache_bytes;
+    out->floor_bytes = TC_FLOOR_BYTES;
+    out->live_caches = tc_live_caches;
+    out->capacity_bytes = 0;
+    out->share_bytes = 0;
+    for (tc_cache *tc = tc_registry; tc != NULL; tc = tc->next_cache) {
+        size_t capacity = __atomic_load_n(&tc_ext(tc)->capacity_bytes, __ATOMIC_RELAXED);
+        out->capacity_bytes += capacity;
+        out->share_bytes += tc_charge(capacity) + __atomic_load_n(&tc_ext(tc)->spare_bytes, __ATOMIC_RELAXED);
+    }
+    out->unclaimed_bytes = __atomic_load_n(&tc_unclaimed, __ATOMIC_RELAXED);
+    hc_lock_release(&tc_registry_lock);
+}

@@ -1,0 +1,79 @@
+/* stage4_reclaim/page_release.c — layer 4's release policy for the page
+ * cache: free pages go back to the OS once they have stayed unused for a
+ * while. Stage 3's page cache calls it (stage3_pagecache/page_policy.h);
+ * diff this file against stage3_pagecache/page_policy.c, whose hooks do
+ * nothing.
+ *
+ * The delay is HCMALLOC_RELEASE_DELAY_MS (default 1000 ms), divided by
+ * HCMALLOC_RELEASE_RATE (0 = never). No thread and no timer: every
+ * page-cache call (span-sized work, under pc_lock) first reads a coarse clock
+ * (CLOCK_MONOTONIC_COARSE: a few ns, no system call) and then
+ *   - if no page-cache call came for a whole delay, nothing changed since
+ *     the last one: every backed free page has been idle that long, and all
+ *     of them go back (an idle program's RSS falls at its next slow path);
+ *   - else, once per delay (a window), the fewest backed free pages seen at
+ *     any call in the window -- pages no request needed during the whole
+ *     window -- go back, the longest spans first.
+ * A program that frees and reallocates the same amount in a loop keeps its
+ * working set backed, whatever its block sizes, and makes at most a few
+ * madvise calls per window (a byte-count credit, tried before, released
+ * spans the loop faulted straight back in). The page cache releases
+ * (pc_release_free_pages_locked); this file decides when and how much.
+ * May touch: the page cache through page_policy.h, the options. */
+#define _GNU_SOURCE /* CLOCK_MONOTONIC_COARSE */
+#include "stage4_reclaim/page_release.h"
+
+#include <stdint.h>
+#include <time.h>
+
+#include "stage3_pagecache/page_policy.h"
+#include "stage4_reclaim/options.h"
+
+/* All under pc_lock: the hooks are called with it held. */
+static int release_enabled;          /* HCMALLOC_RELEASE_RATE != 0 */
+static uint64_t release_delay_ms;    /* idle this long, free pages go back */
+static uint64_t last_call_ms;        /* the previous page-cache call */
+static uint64_t window_start_ms;
+static size_t window_low_backed;     /* fewest backed free pages at a call since window_start_ms */
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO, no system call; ticks of a few ms */
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void pc_policy_init(void) {
+    const hc_options *o = hc_get_options(); /* getenv: no malloc */
+    release_enabled = o->release_rate != 0;
+    release_delay_ms = release_enabled ? o->release_delay_ms / o->release_rate : 0;
+}
+
+void pc_policy_before_call(void) {
+    if (!release_enabled)
+        return;
+    uint64_t now = now_ms();
+    size_t backed = pc_backed_free_pages_locked();
+    if (backed < window_low_backed)
+        window_low_backed = backed;
+    int idle = now - last_call_ms >= release_delay_ms;
+    if (idle || now - window_start_ms >= release_delay_ms) {
+        size_t want = idle ? backed : window_low_backed;
+        if (want > 0)
+            pc_release_free_pages_locked(want);
+        window_start_ms = now;
+        window_low_backed = pc_backed_free_pages_locked();
+    }
+    last_call_ms = now;
+}
+
+/* The window's low-water mark; with no delay at all, what was freed goes
+ * back at once. Also run after pc_release_free_pages. */
+void pc_policy_after_call(void) {
+    size_t backed = pc_backed_free_pages_locked();
+    if (release_enabled && release_delay_ms == 0 && backed > 0)
+        backed -= pc_release_free_pages_locked(SIZE_MAX);
+    if (backed < window_low_backed)
+        window_low_backed = backed;
+}
+
+size_t pc_release_all(void) { return pc_release_free_pages(SIZE_MAX); }

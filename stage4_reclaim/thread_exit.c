@@ -1,0 +1,177 @@
+/* stage4_reclaim/thread_exit.c — layer 4: a thread's cache goes back when
+ * the thread exits. Stage 2's list policy asks this file for each new
+ * cache's record and tells it when the cache is published
+ * (stage2_centralcache/thread_cache_hooks.h); diff it against
+ * stage2_centralcache/thread_cache_hooks.c, which hands out records that
+ * live for good.
+ *   - a pthread key destructor gives the exiting thread's objects back to
+ *     the central cache (stage 2's tc_flush: only the classes the thread
+ *     used), its budget back to the unclaimed pool, and its record back to
+ *     the pool, where the next new thread reuses it; it takes the registry
+ *     lock once;
+ *   - after that destructor has run (other TLS destructors may still
+ *     allocate), the thread gets no new record: it works uncached, every
+ *     malloc and free going straight to the central cache, so nothing is
+ *     cached and lost;
+ *   - a cache created in the last destructor round, when no destructor will
+ *     run again, is found by its robust owner lock once the thread is gone
+ *     and reclaimed by another thread (the reaper): every new thread checks
+ *     TC_REAP_VISITS caches, and so does every budget steal sweep.
+ * May touch: this thread's record; the registry (under tc_registry_lock); a
+ * dead thread's whole cache; the budget (budget.c); the record pool. */
+#define _POSIX_C_SOURCE 200809L /* robust mutexes */
+#include <errno.h>
+#include <pthread.h>
+
+#include "common/fatal.h"
+#include "common/lock.h"
+#include "common/pool.h"
+#include "stage4_reclaim/reclaim.h"
+#include "stage4_reclaim/reclaim_cache.h"
+
+#define TC_REAP_VISITS 2u
+
+static hc_pool tc_record_pool = HC_POOL_INITIALIZER(sizeof(tc_reclaim_cache));
+
+/* Set once this thread's exit destructor has run. */
+static HC_THREAD_LOCAL int tc_thread_exited;
+
+static tc_cache *tc_sweep_cursor; /* where the next sweep starts (registry lock) */
+
+static pthread_key_t tc_exit_key;
+static pthread_once_t tc_init_once = PTHREAD_ONCE_INIT;
+static int tc_exit_key_ok;
+static pthread_mutexattr_t tc_owner_attr;
+
+static void tc_thread_exit(void *arg);
+
+static void tc_init(void) {
+    tc_exit_key_ok = pthread_key_create(&tc_exit_key, tc_thread_exit) == 0;
+    if (!tc_exit_key_ok) /* say so once: exiting threads' caches now stay cached */
+        hc_warn("pthread_key_create failed: caches of exiting threads will not be reclaimed");
+    tc_budget_init();
+    pthread_mutexattr_init(&tc_owner_attr);
+    pthread_mutexattr_setrobust(&tc_owner_attr, PTHREAD_MUTEX_ROBUST);
+}
+
+void tc_reclaim_init_once(void) { pthread_once(&tc_init_once, tc_init); }
+
+/* ---- Finding caches whose owner died ------------------------------------------- */
+
+/* Whether tc's owner died without our destructor (it first allocated in the
+ * last destructor round); makes the lock usable again. Registry lock held. */
+static int tc_owner_dead_locked(tc_cache *tc) {
+    if (pthread_mutex_trylock(&tc_ext(tc)->owner_alive) != EOWNERDEAD)
+        return 0; /* EBUSY: alive (a 0 cannot happen: owners never unlock while linked) */
+    pthread_mutex_consistent(&tc_ext(tc)->owner_alive);
+    pthread_mutex_unlock(&tc_ext(tc)->owner_alive);
+    return 1;
+}
+
+static void tc_unlink_locked(tc_cache *tc) {
+    if (tc_sweep_cursor == tc)
+        tc_sweep_cursor = tc->next_cache;
+    tc_registry_unlink_locked(tc);
+}
+
+/* The next cache a sweep visits, round robin. Registry lock held. */
+static tc_cache *tc_sweep_next_locked(void) {
+    tc_cache *tc = tc_sweep_cursor != NULL ? tc_sweep_cursor : tc_registry;
+    if (tc != NULL)
+        tc_sweep_cursor = tc->next_cache;
+    return tc;
+}
+
+size_t tc_sweep_locked(tc_cache *thief, size_t visits, tc_cache **dead) {
+    unsigned epoch = tc_budget_next_epoch();
+    size_t stolen = 0;
+    for (size_t i = 0; i < visits && i < tc_live_caches; i++) {
+        tc_cache *victim = tc_sweep_next_locked();
+        if (victim == NULL || victim == thief)
+            continue;
+        if (tc_owner_dead_locked(victim)) {
+            tc_unlink_locked(victim);
+            victim->next_cache = *dead;
+            *dead = victim;
+        } else if (thief != NULL) {
+            stolen += tc_budget_take_idle_spare(victim, epoch);
+        }
+    }
+    return stolen;
+}
+
+/* Gives an unlinked cache's objects, charge and spare back, and its record
+ * to the pool. Its owner is exiting (the caller) or dead. */
+static void tc_reclaim(tc_cache *tc) {
+    tc_flush(tc);
+    tc_budget_give_back(tc);
+    pthread_mutex_destroy(&tc_ext(tc)->owner_alive);
+    pool_free(&tc_record_pool, tc);
+}
+
+void tc_reclaim_dead(tc_cache *dead) {
+    while (dead != NULL) {
+        tc_cache *next = dead->next_cache;
+        tc_reclaim(dead);
+        dead = next;
+    }
+}
+
+/* ---- The hooks of stage 2's list policy ------------------------------------ */
+
+tc_cache *tc_layer_new_record(void) {
+    /* A thread whose exit destructor already ran gets none: a later
+     * destructor's allocations are never cached in a cache nobody will
+     * reclaim. */
+    if (tc_thread_exited)
+        return NULL;
+    tc_reclaim_init_once();
+    tc_cache *tc = pool_alloc(&tc_record_pool); /* zeroed: lists empty, limits 0 */
+    if (tc == NULL)
+        return NULL;
+    /* Held until the thread exits: if it dies without our destructor
+     * running (its first malloc came in the last destructor round), the
+     * kernel marks the lock and a sweep reclaims the cache. */
+    pthread_mutex_init(&tc_ext(tc)->owner_alive, &tc_owner_attr);
+    pthread_mutex_lock(&tc_ext(tc)->owner_alive);
+    return tc;
+}
+
+void tc_layer_cache_created(tc_cache *tc) {
+    tc_cache *dead = NULL;
+    hc_lock_acquire(&tc_registry_lock);
+    tc_sweep_locked(NULL, TC_REAP_VISITS, &dead); /* new threads reap dead ones */
+    hc_lock_release(&tc_registry_lock);
+    tc_reclaim_dead(dead);
+    /* After tc_current is published: for high key numbers glibc allocates
+     * in pthread_setspecific, and that malloc must find this cache ready
+     * instead of creating a second one. */
+    if (tc_exit_key_ok)
+        pthread_setspecific(tc_exit_key, tc);
+}
+
+/* The pthread key destructor: runs when a thread that has a cache exits. */
+static void tc_thread_exit(void *arg) {
+    /* LAB BEGIN: thread_exit */
+    tc_cache *tc = arg;
+    tc_thread_exited = 1;
+    tc_current = &tc_sentinel;
+    hc_lock_acquire(&tc_registry_lock);
+    tc_unlink_locked(tc);
+    hc_lock_release(&tc_registry_lock);
+    pthread_mutex_unlock(&tc_ext(tc)->owner_alive); /* unlinked: no sweep will look at it */
+    tc_reclaim(tc);
+    /* LAB END: thread_exit */
+}
+
+/* ---- Fork ----------------------------------------------------------------------- */
+
+void tc_fork_lock(void) {
+    hc_lock_acquire(&tc_registry_lock);
+    hc_lock_acquire(&tc_record_pool.lock);
+}
+
+void tc_fork_unlock(void) {
+    hc_lock_release(&tc_record_pool.lock);
+    hc_lock_release(&tc_registry_lock);
+}
