@@ -7,9 +7,11 @@
 #   tools/stage_diff.sh 3 4 page_cache.c one file
 #   tools/stage_diff.sh --raw 3 4        plain diff -u, nothing normalised
 #
-# For each C source or header of stage NEW's package that an earlier stage
-# also has, the earlier file is the one stage OLD builds with: its own, or
-# the one it uses by label (the latest stage <= OLD that holds that name).
+# For each C source or header of stage NEW's package, the earlier file is
+# the one its header comment names ("diff this file against PATH", as a
+# file that replaces a hook file of an earlier stage does), or else the file
+# of the same name that stage OLD builds with: its own, or the one it uses
+# by label (the latest stage <= OLD that holds that name).
 # Before diffing, both sides lose their header comment (the file's name and
 # its "What changed" notes, which differ by construction; the NEW file's
 # "What changed" paragraph is printed above its diff instead) and their
@@ -44,6 +46,22 @@ earlier_copy() {
     done
 }
 
+# The earlier file a header comment names: "diff this file (or: it) against
+# PATH", possibly wrapped over comment lines.
+named_counterpart() {
+    awk '
+        NR == 1 && !/^\/\*/ { exit }
+        { sub(/^[ \t]*\/?\*+/, ""); text = text " " $0 }
+        /\*\// { exit }
+        END {
+            if (match(text, /diff (this file|it) +against +[A-Za-z0-9_\/]+\.[ch]/)) {
+                n = split(substr(text, RSTART, RLENGTH), w, / +/)
+                print w[n]
+            }
+        }
+    ' "$1"
+}
+
 # A file without its leading comment block and its LAB marker lines.
 normalise() {
     awk '
@@ -73,7 +91,11 @@ fi
 added=()
 for f in "${files[@]}"; do
     [[ -f "$root/$new_dir/$f" ]] || { echo "$0: no $new_dir/$f" >&2; exit 2; }
-    prev=$(earlier_copy "$f")
+    prev=$(named_counterpart "$root/$new_dir/$f")
+    if [[ -n "$prev" && ! -f "$root/$prev" ]]; then
+        echo "$0: $new_dir/$f names $prev, which does not exist" >&2; exit 1
+    fi
+    [[ -n "$prev" ]] || prev=$(earlier_copy "$f")
     if [[ -z "$prev" ]]; then added+=("$f"); continue; fi
     echo "==== $prev -> $new_dir/$f"
     if (( raw )); then
