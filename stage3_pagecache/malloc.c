@@ -214,7 +214,7 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
 }
 
 /* ---- Fast paths ----------------------------------------------------------------
- * hc_malloc and hc_free_sized are stage 2's: requests of 1..1024 bytes
+ * hc_malloc and hc_free_sized are stage 1's: requests of 1..1024 bytes
  * (HC_TABLE_MAX_SIZE) that hit the thread cache never leave them.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.

@@ -20,7 +20,7 @@
  * needs them (pm_ensure). Resident cost: 9 bytes per 8 KiB page of heap
  * (about 1/900 of it); mapped (what hc_stats.metadata_bytes counts): 1.125
  * MiB per GiB of address space the heap touches. (Three levels of 11/11/12
- * bits, which stages before this one used, map only 48 KiB per 32 MiB but
+ * bits, an earlier version of this map, mapped only 48 KiB per 32 MiB but
  * cost a third dependent load on every free.)
  *
  * The class array is what hc_free reads. It holds, for every page of a span
