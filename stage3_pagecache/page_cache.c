@@ -216,6 +216,7 @@ static hc_span *free_span_starting_at(uintptr_t page) {
  * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify.
  * The caller has set s->backed_pages. */
 static void free_span_merge_insert(hc_span *s) {
+    /* LAB BEGIN: merge */
     hc_span *left = free_span_ending_at(s->start_page);
     if (left != NULL) {
         free_span_remove(left);
@@ -233,6 +234,7 @@ static void free_span_merge_insert(hc_span *s) {
     }
     HC_TRACE_N(HC_TRACE_PC_MERGE, 0, (left != NULL) + (right != NULL));
     free_span_insert(s);
+    /* LAB END: merge */
 }
 
 /* The best free span for `pages` pages: the exact list, then the next longer
@@ -252,6 +254,7 @@ static hc_span *free_span_find(size_t pages) {
  * describing the middle, or NULL (s back on its list) if a record for a
  * piece could not be had. */
 static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
+    /* LAB BEGIN: split */
     size_t before = at - s->start_page;
     size_t after = span_end_page(s) - (at + pages);
     hc_span *head = NULL, *tail = NULL;
@@ -270,6 +273,7 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
     s->start_page = at;
     s->page_count = pages;
     return s;
+    /* LAB END: split */
 }
 
 /* ---- Growing the heap -------------------------------------------------------- */
