@@ -25,32 +25,13 @@
 /* ---- Output (common/fd_out.h): numbers as SVG wants them ------------------------- */
 
 /* `hundredths` / 100 with two decimals: SVG coordinates. */
-static void put_centi(hc_fd_out *o, uint64_t hundredths) {
-    fd_out_put_u(o, hundredths / 100);
-    char frac[4] = {'.', (char)('0' + hundredths / 10 % 10), (char)('0' + hundredths % 10), '\0'};
-    fd_out_put(o, frac);
-}
+static void put_centi(hc_fd_out *o, uint64_t hundredths) { fd_out_put_fixed(o, hundredths, 2); }
 
 /* Bytes as "12.3 MiB" (or KiB below 1 MiB), rounded to a tenth. */
 static void put_size(hc_fd_out *o, uint64_t bytes) {
     int mib = bytes >= ((uint64_t)1 << 20);
-    uint64_t tenths = mib ? (bytes * 10 + (1 << 19)) >> 20 : (bytes * 10 + (1 << 9)) >> 10;
-    fd_out_put_u(o, tenths / 10);
-    char frac[3] = {'.', (char)('0' + tenths % 10), '\0'};
-    fd_out_put(o, frac);
+    fd_out_put_fixed(o, mib ? (bytes * 10 + (1 << 19)) >> 20 : (bytes * 10 + (1 << 9)) >> 10, 1);
     fd_out_put(o, mib ? " MiB" : " KiB");
-}
-
-static void put_hex(hc_fd_out *o, uint64_t v) {
-    char text[20] = "0x";
-    int n = 2;
-    for (int shift = 60; shift >= 0; shift -= 4) {
-        unsigned d = (unsigned)(v >> shift) & 15;
-        if (n > 2 || d != 0 || shift == 0)
-            text[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
-    }
-    text[n] = '\0';
-    fd_out_put(o, text);
 }
 
 /* ---- Colours ---------------------------------------------------------------------- */
@@ -192,7 +173,7 @@ static void draw_group(heap_draw *d, run_kind kind, uintptr_t start, size_t page
     else
         fd_out_put(o, kind_colour[kind]);
     fd_out_put(o, "\"><title>");
-    put_hex(o, (uint64_t)start << HC_PAGE_SHIFT);
+    fd_out_put_hex(o, (uint64_t)start << HC_PAGE_SHIFT);
     fd_out_put(o, ": ");
     fd_out_put_u(o, d->run_spans);
     fd_out_put(o, d->run_spans == 1 ? " span, " : " spans, ");
@@ -228,7 +209,7 @@ static void draw_strip_label(heap_draw *d) {
     fd_out_put(o, "\" y=\"");
     put_centi(o, d->strip_y + 1100);
     fd_out_put(o, "\" text-anchor=\"end\">");
-    put_hex(o, (uint64_t)d->strip_start << HC_PAGE_SHIFT);
+    fd_out_put_hex(o, (uint64_t)d->strip_start << HC_PAGE_SHIFT);
     fd_out_put(o, "</text><text class=\"label\" x=\"");
     fd_out_put_u(o, STRIP_X - 8);
     fd_out_put(o, "\" y=\"");
