@@ -17,7 +17,8 @@
  * allocator has mapped nothing yet. The first allocation is then glibc's
  * calloc of the new thread's TLS vector inside pthread_create, after the 40
  * keys: that cache's pthread_setspecific callocs again, the re-entrant path
- * (seen in gdb: calloc > tc_get_or_create > pthread_setspecific > calloc).
+ * (seen in gdb: calloc > tc_get_or_create > tc_layer_cache_created >
+ * pthread_setspecific > calloc).
  * A recursion would overflow the stack or deadlock; the alarm turns a
  * deadlock into a failure. */
 #define _GNU_SOURCE

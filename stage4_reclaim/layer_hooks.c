@@ -10,7 +10,8 @@
  *   - hc_release_free_memory flushes the calling thread's cache, gives what
  *     the central cache keeps back to the page cache (as stage 3 does), and
  *     every free page of the page cache back to the OS (pc_release_all);
- *   - hc_get_stats is unchanged: stage 4's page cache fills released_bytes.
+ *   - hc_get_stats is unchanged: the page cache fills released_bytes once
+ *     stage 4's release policy (page_release.c) gives pages back.
  * May touch: the thread cache (tc_flush_current), the central cache
  * (cc_release_cached), the page cache (pc_release_all), fork.c. */
 #include "stage1_threadcache/thread_cache.h"
