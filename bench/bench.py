@@ -54,14 +54,15 @@ from report import fmt_int, fmt_ns
 # articles it models: 000-004 are [A0]-[A4] of docs/README.md's Sources).
 WORKLOADS = {}
 
-# The tour, what `bazel run //bench` runs with no options: the workloads
-# that tell the story of the layers (the fast path; memory handed between
-# threads; sizes as programs use them; large blocks through the page cache;
-# threads that come and go, with the memory each leaves behind), at 1 thread
-# and as many as the machine has cores (at most 8), median of TOUR_REPS.
-# Measured: 270 runs in about 2 minutes on the project's 2-core machine
-# (docs/benchmarks.md). --full runs every workload at DEFAULT_THREADS.
-TOUR_WORKLOADS = ["tight", "xthread", "mixed", "large", "churn"]
+# The tour, what `bazel run //bench` runs with no options: the six workloads
+# that tell the story of the layers (docs/benchmarks.md, section 3: the fast
+# path; objects that live a while; sizes as programs use them; memory handed
+# between threads; large blocks through the page cache; threads that come
+# and go, with the memory each leaves behind), at 1 thread and as many as
+# the machine has cores (at most TOUR_MAX_THREADS), median of TOUR_REPS:
+# 324 runs on a 2-core machine, timed in docs/benchmarks.md. --full runs
+# every workload at DEFAULT_THREADS, DEFAULT_REPS.
+TOUR_WORKLOADS = ["tight", "hold", "mixed", "xthread", "large", "churn"]
 TOUR_REPS = 3
 TOUR_MAX_THREADS = 8
 
