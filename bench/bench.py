@@ -479,7 +479,7 @@ def bench_heapmap(args, out_dir):
     driver = os.path.join(root, "bench", "driver_malloc")
     preload = os.path.join(root, "bench", "preload_trace")
     w = args.heapmap
-    threads = args.threads[0] if len(args.threads) == 1 else 2
+    threads = args.threads[0] if args.threads_given and len(args.threads) == 1 else 2
     trace_file = os.path.join(out_dir, "trace-%s.txt" % w)
     env = dict(os.environ, LD_PRELOAD=preload, HCMALLOC_TRACE=trace_file,
                BENCH_HEAPMAP=os.path.join(out_dir, "heapmap-" + w))
@@ -569,6 +569,7 @@ def parse_args(argv, allocators):
         raise UsageError("--full runs every workload: name --workloads or --full, not both")
     if args.workloads is None:
         args.workloads = ",".join(TOUR_WORKLOADS if args.tour else WORKLOADS)
+    args.threads_given = args.threads is not None
     if args.threads is None:
         args.threads = ",".join(map(str, tour_threads() if args.tour else DEFAULT_THREADS))
     args.workloads = parse_list(args.workloads, "--workloads")
