@@ -1,25 +1,34 @@
 """bench/bench.py — `bazel run //bench`: every stage against glibc and the peers.
 
-Runs each workload of bench_driver.c for every allocator it finds. The
-headline rows run the same calls, malloc/free, for every allocator: glibc's
-malloc, hcmalloc's drop-in (stage4_dropin, stage 4's libhcmalloc.so) and
-tcmalloc, jemalloc and mimalloc when their Debian libraries are present (the
-plain driver with LD_PRELOAD, as the allocator articles compare them). Then
-each stage's own rows (its own build of the driver, listed in
-bench/stages.bzl), labelled "sized API, linked in": hc_malloc/hc_free_sized
-called directly, which is less work than free() and shows what each layer
-buys.
+Runs the driver's workloads (bench/workloads.c: `bench_driver list`) for
+every allocator it finds. The headline rows run the same calls, malloc/free,
+for every allocator: glibc's malloc, hcmalloc's drop-in (stage4_dropin,
+stage 4's libhcmalloc.so) and tcmalloc, jemalloc and mimalloc when their
+Debian libraries are present (the plain driver with LD_PRELOAD, as the
+allocator articles compare them). Then each stage's own rows (its own build
+of the driver, listed in bench/stages.bzl), labelled "sized API, linked
+in": hc_malloc/hc_free_sized called directly, which is less work than
+free() and shows what each layer buys.
+
+With no options it runs the tour (TOUR_WORKLOADS at 1 thread and the
+machine's cores, 3 reps: a few minutes); --full, or naming --workloads,
+runs the whole matrix (1, 2, 4, 8 threads, 5 reps).
 Every measurement is a fresh child process. Within a repetition all
 allocators run one after another (interleaved), and the order rotates from one
 repetition to the next, so a burst of load on this shared machine falls on a
 different allocator each time; the median of the repetitions is reported.
+A run that fails (a crash, a timeout) is reported with its reason in the
+tables, results.csv and the chart; it fails the bench (exit status 1) only
+when it is hcmalloc's (a stage or the drop-in) or glibc's (the plain driver,
+which is the bench itself), not a peer's.
 
-Writes a table per workload to stdout, a progress line per step to stderr,
-and results.csv, chart.svg (also churn.csv, results.md, machine.txt) into
-bench-results/ at the workspace root, or --out. `--callgrind` counts
-instructions instead (exact, repeatable) and writes callgrind.csv.
-`--heapmap WORKLOAD` runs one workload once under stage 4's traced drop-in
-and writes its heap maps and tier-traffic picture (docs/stage3.md).
+Writes a table per workload to stdout (report.py), a progress line per run
+with the time left to stderr, and results.csv, chart.svg (chart.py; also
+churn.csv, results.md, machine.txt) into bench-results/ at the workspace
+root, or --out. `--callgrind` counts instructions instead (exact,
+repeatable) and writes callgrind.csv. `--heapmap WORKLOAD` runs one
+workload once under stage 4's traced drop-in and writes its heap maps and
+tier-traffic picture (docs/stage3.md).
 """
 
 import argparse
@@ -27,31 +36,35 @@ import math
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+import chart
+import report
+from report import fmt_int, fmt_ns
+
 # ---- What the bench knows ---------------------------------------------------------
 
-WORKLOADS = {
-    # name: (what a run does, the allocator articles it models: 000-004 are
-    # [A0]-[A4] of docs/README.md's Sources)
-    "tight": ("N threads x (malloc 32 B, write 32 B, free)", "000, 001"),
-    "hold": ("128 B blocks, 9 in 10 kept until the round ends, every 10th freed at once", "001"),
-    "mixed": ("random 8 B..4 KiB, a live window of 1,000 per thread, random victims", "004"),
-    "xthread": ("threads = producer/consumer pairs; producers malloc 64 B, consumers free", "002, 004"),
-    "large": ("256 KiB..4 MiB, one byte written per 4 KiB page, then free", "001"),
-    "churn": ("short-lived threads: each mallocs and frees 1,000 blocks of 16..256 B, exits", "004"),
-    "bigblocks": ("20 live blocks of 5..25 MiB replaced at random, a byte written per page", "001"),
-    "regrow": ("realloc from 64 B up to 16..48 MiB by ~2 KiB steps, then down; pair = realloc", "001"),
-    "longspans": ("2.5..3.5 MiB malloc/free with 10,000 free holes of 1..2 MiB around", "001"),
-    "manythreads": ("mixed's loop on fresh threads while --side-threads idle threads live, "
-                    "each after 100 mallocs of 16 B..4 KiB", "issue 12"),
-    "latethreads": ("mixed's loop on fresh threads after --side-threads threads made their first "
-                    "100 mallocs in the last pthread-key destructor round", "issue 12"),
-}
+# The workloads are the driver's (bench/workloads.c, `bench_driver list`):
+# load_workloads() fills this with name -> (what a run does, the allocator
+# articles it models: 000-004 are [A0]-[A4] of docs/README.md's Sources).
+WORKLOADS = {}
+
+# The tour, what `bazel run //bench` runs with no options: the six workloads
+# that tell the story of the layers (docs/benchmarks.md, section 3: the fast
+# path; objects that live a while; sizes as programs use them; memory handed
+# between threads; large blocks through the page cache; threads that come
+# and go, with the memory each leaves behind), at 1 thread and as many as
+# the machine has cores (at most TOUR_MAX_THREADS), median of TOUR_REPS:
+# 324 runs on a 2-core machine, timed in docs/benchmarks.md. --full runs
+# every workload at DEFAULT_THREADS, DEFAULT_REPS.
+TOUR_WORKLOADS = ["tight", "hold", "mixed", "xthread", "large", "churn"]
+TOUR_REPS = 3
+TOUR_MAX_THREADS = 8
 
 # The Debian packages of the peers, and the library each puts on the system.
 PEERS = [
@@ -95,12 +108,16 @@ def fail_usage(message):
 
 
 class Allocator:
-    def __init__(self, name, driver, preload=None, package=None, sized=False):
+    def __init__(self, name, driver, preload=None, package=None, sized=False, peer=False):
         self.name = name          # as it appears in tables and CSVs
         self.driver = driver      # bench_driver build to run
         self.preload = preload    # LD_PRELOAD library, if any
         self.package = package    # Debian package (peers), for the machine line
         self.sized = sized        # a stage linked in, called as hc_malloc / hc_free_sized
+        # Whether a failed run of it fails the bench: hcmalloc's own (a stage,
+        # the drop-in) and glibc's (the plain driver alone: the bench itself).
+        # A peer's failure is reported, and leaves the exit status alone.
+        self.must_work = not peer
 
     def env(self):
         env = dict(os.environ)
@@ -150,24 +167,25 @@ def find_allocators():
         for d in LIB_DIRS:
             path = os.path.join(d, lib)
             if os.path.exists(path):
-                found.append(Allocator(name, plain, preload=path, package=package))
+                found.append(Allocator(name, plain, preload=path, package=package, peer=True))
                 break
     found.extend(a for a in built if a.sized)
     return found
 
 
-# How the two groups of rows are labelled in tables, chart and markdown.
-GROUP_TITLES = (
-    "malloc/free, the same call path for every allocator (stage4_dropin is hcmalloc's drop-in)",
-    "the stages, sized API (hc_malloc / hc_free_sized), linked in: what each layer buys",
-)
-
-
-def groups(allocators):
-    """[(title, allocators)] for the headline and the stage rows, non-empty only."""
-    parts = [(GROUP_TITLES[0], [a for a in allocators if not a.sized]),
-             (GROUP_TITLES[1], [a for a in allocators if a.sized])]
-    return [(title, members) for title, members in parts if members]
+def load_workloads(driver):
+    """Fills WORKLOADS from the driver's list (bench/workloads.c)."""
+    status, out, err = run_child([driver, "list"], dict(os.environ), timeout_s=30)
+    for line in out.splitlines():
+        name, article, what = line.split("\t")
+        WORKLOADS[name] = (what, article)
+    if status != 0 or not WORKLOADS:
+        sys.stderr.write("bench: `%s list` gave no workloads: %s\n" % (driver, err.strip() or status))
+        sys.exit(1)
+    missing = [w for w in TOUR_WORKLOADS if w not in WORKLOADS]
+    if missing:
+        sys.stderr.write("bench: the tour names workloads the driver lacks: %s\n" % ", ".join(missing))
+        sys.exit(1)
 
 
 # ---- The machine line ---------------------------------------------------------------
@@ -203,12 +221,28 @@ def machine_line(allocators):
 
 
 def run_child(argv, env, timeout_s):
-    """Runs argv; returns (exit status, stdout, stderr)."""
+    """Runs argv; returns (exit status, stdout, stderr): status None when it
+    ran past timeout_s (and was killed), -N when signal N killed it."""
     try:
         done = subprocess.run(argv, env=env, capture_output=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        return -1, "", "timed out after %d s" % timeout_s
+        return None, "", "timed out after %d s" % timeout_s
     return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+
+
+def why_it_failed(status, err):
+    """One line for a child that did not report: the tables and results.csv
+    carry it."""
+    last = err.strip().splitlines()[-1].strip() if err.strip() else ""
+    if status is None:
+        return last
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "signal %d" % -status
+        return "crashed (%s)%s" % (name, ": " + last if last else "")
+    return "exit status %d%s" % (status, ": " + last if last else "")
 
 
 def parse_fields(text):
@@ -233,6 +267,10 @@ class Skipped(Exception):
     """The allocator cannot run the workload (the driver says why)."""
 
 
+class RunFailed(Exception):
+    """A run gave no figures; str() is why, in one line."""
+
+
 def measure(alloc, workload, threads, scale):
     max_seconds = MAX_SECONDS_AT_SCALE_1 * max(scale, MIN_TIME_LIMIT_SCALE)
     argv = [alloc.driver, "run", workload, str(threads), repr(scale), repr(max_seconds)]
@@ -241,274 +279,69 @@ def measure(alloc, workload, threads, scale):
     if status == 0 and "skipped" in fields:
         raise Skipped(fields["skipped"].replace("_", " "))
     if status != 0 or "wall_ns" not in fields:
-        detail = err.strip().splitlines()[-1] if err.strip() else "exit status %d" % status
-        raise RuntimeError("%s %s t=%d failed: %s" % (alloc.name, workload, threads, detail))
+        raise RunFailed(why_it_failed(status, err) if status != 0 else "no figures in its output")
     pairs = int(fields["pairs"])
     return Measurement(int(fields["wall_ns"]) / max(pairs, 1), int(fields["peak_rss_kib"]),
                        int(fields["end_mapped_kib"]), fields["mapped_source"], fields["cut"] == "1")
 
 
-# ---- Formatting ---------------------------------------------------------------------------
-
-
-def fmt_ns(ns):
-    if ns >= 1e6:
-        return "%.0f" % ns
-    if ns >= 100:
-        return "%.1f" % ns
-    return "%.2f" % ns
-
-
-def fmt_int(n):
-    return "{:,}".format(n)
-
-
-def print_table(workload, rows, allocators, threads):
-    """rows: {(threads, allocator name): result dict}."""
-    what, article = WORKLOADS[workload]
-    churn = workload == "churn"
-    print()
-    print("== %s: %s (article %s)" % (workload, what, article))
-    head = "%7s  %-20s %12s %9s %14s" % ("threads", "allocator", "ns/pair", "x glibc", "peak RSS KiB")
-    if churn:
-        head += " %16s" % "mapped KiB, end"
-    print(head)
-    any_cut = False
-    for title, members in groups(allocators):
-        print("  -- %s" % title)
-        for t in threads:
-            for a in members:
-                r = rows.get((t, a.name))
-                if r is None:
-                    continue
-                if r.get("failed"):
-                    print("%7d  %-20s %12s" % (t, a.name, "skipped: " + r["skipped"] if r.get("skipped") else "FAILED"))
-                    continue
-                ratio = "%.2f" % r["ratio"] if r["ratio"] is not None else "-"
-                mark = "*" if r["cut"] else " "
-                any_cut = any_cut or r["cut"]
-                line = "%7d  %-20s %11s%s %9s %14s" % (t, a.name, fmt_ns(r["ns"]), mark, ratio, fmt_int(r["rss"]))
-                if churn:
-                    line += " %12s (%s)" % (fmt_int(r["mapped"]), r["mapped_source"])
-                print(line)
-    if any_cut:
-        print("  * stopped at the time limit before its work was done; ns/pair is over the pairs it did")
-    if churn:
-        print("  mapped: stages report hc_get_stats().os_mapped_bytes; glibc and the peers their RSS")
-    sys.stdout.flush()
-
-
-# ---- The chart -------------------------------------------------------------------------------
-
-PALETTE = {
-    "glibc": "#7f7f7f",
-    "tcmalloc": "#ff7f0e",
-    "jemalloc": "#d62728",
-    "mimalloc": "#8c564b",
-}
-STAGE_COLOURS = ["#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#e377c2", "#bcbd22"]
-
-
-def colours(allocators):
-    result, n = {}, 0
-    for a in allocators:
-        if a.name in PALETTE:
-            result[a.name] = PALETTE[a.name]
-        else:
-            result[a.name] = STAGE_COLOURS[n % len(STAGE_COLOURS)]
-            n += 1
-    return result
-
-
-def nice_ticks(lo, hi):
-    ticks = []
-    for exp in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        for m in (1, 2, 5):
-            v = m * 10.0 ** exp
-            if lo <= v <= hi:
-                ticks.append(v)
-    return ticks
-
-
-def esc(text):
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def write_chart(path, results, workloads, threads, allocators, machine):
-    colour = colours(allocators)
-    width, panel_h = 980, 300
-    left, right, top, bottom = 70, 20, 50, 45
-    # The legend: one swatch per allocator, wrapped to the chart's width; the
-    # stages' rows (sized API, linked in) on a row of their own, labelled.
-    legend, x, row = [], left, 0
-    sized_label = None
-    for a in allocators:
-        if a.sized and sized_label is None:
-            if x > left:
-                x, row = left, row + 1
-            sized_label = (x, row)
-            x += 7 * len("sized API, linked in:") + 10
-        step = 30 + 7 * len(a.name)
-        if x + step > width - right and x > left:
-            x, row = left, row + 1
-        legend.append((a, x, row))
-        x += step
-    legend_h = 10 + 20 * (row + 1)
-    machine_lines = machine.split("; ")  # the hardware, then how busy it was
-    title_h = 34 + 16 * len(machine_lines)
-    height = title_h + legend_h + panel_h * len(workloads) + 10
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-           'viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">' % (width, height, width, height),
-           '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="%d" y="22" font-size="16" font-weight="bold">hcmalloc bench: time per '
-           'malloc+free pair as a ratio to glibc (log scale; below 1 is faster)</text>' % left]
-    for n, text in enumerate(machine_lines):
-        out.append('<text x="%d" y="%d" fill="#555">%s</text>' % (left, 40 + 16 * n, esc(text)))
-    if sized_label is not None:
-        out.append('<text x="%d" y="%d" fill="#555">sized API, linked in:</text>'
-                   % (sized_label[0], title_h + 14 + 20 * sized_label[1]))
-    for a, x, row in legend:
-        y = title_h + 4 + 20 * row
-        out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (x, y, colour[a.name]))
-        out.append('<text x="%d" y="%d">%s</text>' % (x + 16, y + 10, esc(a.name)))
-    for i, wl in enumerate(workloads):
-        y0 = title_h + legend_h + i * panel_h
-        rows = results.get(wl, {})
-        ratios = [r["ratio"] for r in rows.values() if not r.get("failed") and r["ratio"]]
-        if not ratios:
-            continue
-        lo = min(min(ratios), 1.0) / 1.3
-        hi = max(max(ratios), 1.0) * 1.3
-        ticks = nice_ticks(lo, hi)
-        lo, hi = min([lo] + ticks), max([hi] + ticks)
-        plot_top, plot_bottom = y0 + top, y0 + panel_h - bottom
-        plot_w = width - left - right
-
-        def y_of(v):
-            f = (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
-            return plot_bottom - f * (plot_bottom - plot_top)
-
-        out.append('<text x="%d" y="%d" font-size="14" font-weight="bold">%s</text>'
-                   % (left, y0 + 30, esc(wl)))
-        out.append('<text x="%d" y="%d" fill="#555">%s</text>'
-                   % (left + 10 + 9 * len(wl), y0 + 30, esc(WORKLOADS[wl][0])))
-        for t in ticks:
-            y = y_of(t)
-            stroke = "#000" if t == 1 else "#ddd"
-            out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>' % (left, y, left + plot_w, y, stroke))
-            out.append('<text x="%d" y="%.1f" text-anchor="end">%sx</text>' % (left - 6, y + 4, "%g" % t))
-        group_w = plot_w / len(threads)
-        present = [a for a in allocators if any((t, a.name) in rows for t in threads)]
-        bar_w = group_w * 0.8 / max(len(present), 1)
-        for g, t in enumerate(threads):
-            gx = left + g * group_w + group_w * 0.1
-            label = "%d thread%s" % (t, "" if t == 1 else "s")
-            if wl == "xthread":
-                label = "%d pair%s" % (t, "" if t == 1 else "s")
-            out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
-                       % (left + (g + 0.5) * group_w, plot_bottom + 18, label))
-            for k, a in enumerate(present):
-                r = rows.get((t, a.name))
-                if r is None or r.get("failed") or not r["ratio"]:
-                    continue
-                y1, y2 = sorted((y_of(1.0), y_of(r["ratio"])))
-                tip = "%s, %s: %.2fx glibc, %s ns/pair%s" % (
-                    a.name, label, r["ratio"], fmt_ns(r["ns"]), " (cut at the time limit)" if r["cut"] else "")
-                out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>'
-                           % (gx + k * bar_w, y1, bar_w * 0.9, max(y2 - y1, 1.5), colour[a.name], esc(tip)))
-        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#000"/>' % (left, plot_top, left, plot_bottom))
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
-
-
-# ---- Markdown, for docs/benchmarks.md -----------------------------------------------------------
-
-
-def write_markdown(path, results, workloads, threads, allocators, machine):
-    """The tables of a run, one per workload, ready to paste into the docs."""
-    counts = " / ".join("%d" % t for t in threads)
-
-    def per_thread_mib(rows, name, key):
-        values = []
-        for t in threads:
-            r = rows.get((t, name), {"failed": True})
-            values.append("-" if r.get("failed") else "%.1f" % (r[key] / 1024))
-        return " / ".join(values)
-
-    lines = ["<!-- written by `bazel run //bench` -->", "", machine, ""]
-    for wl in workloads:
-        rows = results[wl]
-        what, article = WORKLOADS[wl]
-        lines.append("**%s** (%s; article %s): ns per pair and ratio to glibc; peak RSS in MiB"
-                     % (wl, what, article))
-        lines.append("")
-        head = "| allocator | %s | peak RSS, %s thr |" % (" | ".join("%d thr" % t for t in threads), counts)
-        if wl == "churn":
-            head += " mapped at end, MiB, %s thr |" % counts
-        lines.append(head)
-        lines.append("|---" * (head.count("|") - 1) + "|")
-        for a in allocators:
-            if a is allocators[0] or a.sized != allocators[allocators.index(a) - 1].sized:
-                lines.append("| *%s* |%s" % (GROUP_TITLES[1 if a.sized else 0], " |" * (head.count("|") - 2)))
-            cells = []
-            for t in threads:
-                r = rows.get((t, a.name), {"failed": True})
-                if r.get("failed"):
-                    cells.append("skipped" if r.get("skipped") else "failed")
-                    continue
-                ratio = "%.2fx" % r["ratio"] if r["ratio"] is not None else "-"
-                cells.append("%s%s, %s" % (fmt_ns(r["ns"]), "\\*" if r["cut"] else "", ratio))
-            line = "| %s | %s | %s |" % (a.name, " | ".join(cells), per_thread_mib(rows, a.name, "rss"))
-            if wl == "churn":
-                kind = "RSS"
-                for t in threads:
-                    r = rows.get((t, a.name), {"failed": True})
-                    if not r.get("failed") and r["mapped_source"] == "stats":
-                        kind = "stats"
-                line += " %s (%s) |" % (per_thread_mib(rows, a.name, "mapped"), kind)
-            lines.append(line)
-        lines.append("")
-    lines.append("\\* stopped at the time limit; ns/pair is over the pairs done. "
-                 "Mapped at end: hc_get_stats().os_mapped_bytes (stats) or the resident set (RSS).")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-
-
 # ---- Timing workloads --------------------------------------------------------------------------
+
+
+def duration(seconds):
+    seconds = max(0, int(round(seconds)))
+    return "%dm%02ds" % (seconds // 60, seconds % 60) if seconds >= 60 else "%ds" % seconds
+
+
+class Progress:
+    """The "[step/steps pct%, about T left]" prefix of each progress line: the
+    time left is the mean time of a step so far times the steps to go."""
+
+    def __init__(self, steps):
+        self.steps, self.step, self.began = steps, 0, time.monotonic()
+
+    def advance(self):
+        self.step += 1
+
+    def elapsed(self):
+        return time.monotonic() - self.began
+
+    def prefix(self):
+        left = self.elapsed() / self.step * (self.steps - self.step) if self.step else 0
+        return "[%d/%d %3d%%, about %s left]" % (self.step, self.steps, 100 * self.step // self.steps,
+                                               duration(left))
 
 
 def bench_workloads(args, allocators, out_dir, machine):
     workloads, threads = args.workloads, args.threads
-    steps = len(workloads) * len(threads) * args.reps * len(allocators)
-    step = 0
+    progress = Progress(len(workloads) * len(threads) * args.reps * len(allocators))
     results = {}
-    failed = False
-    began = time.monotonic()
+    failures = []  # (allocator, workload, threads, why)
     for wl in workloads:
         rows = {}
         for t in threads:
             samples = {a.name: [] for a in allocators}
-            errors, skipped = {}, {}
+            failed, skipped = {}, {}
             for rep in range(args.reps):
                 shift = rep % len(allocators)
                 for a in allocators[shift:] + allocators[:shift]:
-                    step += 1
-                    if a.name in errors:
-                        continue
+                    progress.advance()
+                    if a.name in failed or a.name in skipped:
+                        continue  # a failed allocator is not run again at this thread count
                     try:
                         m = measure(a, wl, t, args.scale)
                     except Skipped as e:
-                        errors[a.name] = str(e)
                         skipped[a.name] = str(e)
                         continue
-                    except RuntimeError as e:
-                        errors[a.name] = str(e)
-                        sys.stderr.write("[%d/%d] %s\n" % (step, steps, e))
+                    except RunFailed as e:
+                        failed[a.name] = "%s in run %d of %d" % (e, rep + 1, args.reps)
+                        failures.append((a, wl, t, failed[a.name]))
+                        sys.stderr.write("%s %s threads=%d rep %d/%d %-18s FAILED: %s\n" % (
+                            progress.prefix(), wl, t, rep + 1, args.reps, a.name, e))
                         continue
                     samples[a.name].append(m)
-                    sys.stderr.write("[%d/%d] %s threads=%d rep %d/%d %-18s %s ns/pair%s\n" % (
-                        step, steps, wl, t, rep + 1, args.reps, a.name, fmt_ns(m.ns_per_pair),
+                    sys.stderr.write("%s %s threads=%d rep %d/%d %-18s %s ns/pair%s\n" % (
+                        progress.prefix(), wl, t, rep + 1, args.reps, a.name, fmt_ns(m.ns_per_pair),
                         " (cut)" if m.cut else ""))
                     sys.stderr.flush()
             for a in allocators:
@@ -516,9 +349,8 @@ def bench_workloads(args, allocators, out_dir, machine):
                 if a.name in skipped:
                     rows[(t, a.name)] = {"failed": True, "skipped": skipped[a.name]}
                     continue
-                if a.name in errors or not ms:
-                    rows[(t, a.name)] = {"failed": True}
-                    failed = True
+                if a.name in failed:
+                    rows[(t, a.name)] = {"failed": True, "reason": failed[a.name], "reps": len(ms)}
                     continue
                 rows[(t, a.name)] = {
                     "ns": statistics.median(m.ns_per_pair for m in ms),
@@ -535,38 +367,36 @@ def bench_workloads(args, allocators, out_dir, machine):
                     ok = base is not None and not base.get("failed") and base["ns"] > 0
                     r["ratio"] = r["ns"] / base["ns"] if ok else None
         results[wl] = rows
-        print_table(wl, rows, allocators, threads)
+        report.print_table(wl, WORKLOADS[wl], rows, allocators, threads)
 
-    with open(os.path.join(out_dir, "results.csv"), "w") as f:
-        f.write("workload,allocator,threads,ns_per_pair,ratio_to_glibc,peak_rss_kib,reps\n")
-        for wl in workloads:
-            for t in threads:
-                for a in allocators:
-                    r = results[wl][(t, a.name)]
-                    if r.get("failed"):
-                        continue
-                    ratio = "%.4f" % r["ratio"] if r["ratio"] is not None else ""
-                    f.write("%s,%s,%d,%.3f,%s,%d,%d\n" % (wl, a.name, t, r["ns"], ratio, r["rss"], r["reps"]))
+    report.write_results_csv(os.path.join(out_dir, "results.csv"), results, workloads, threads, allocators)
     if "churn" in workloads:
-        with open(os.path.join(out_dir, "churn.csv"), "w") as f:
-            f.write("allocator,threads,end_mapped_kib,measured_as\n")
-            for t in threads:
-                for a in allocators:
-                    r = results["churn"][(t, a.name)]
-                    if not r.get("failed"):
-                        f.write("%s,%d,%d,%s\n" % (a.name, t, r["mapped"],
-                                                   "os_mapped_bytes" if r["mapped_source"] == "stats" else "rss"))
+        report.write_churn_csv(os.path.join(out_dir, "churn.csv"), results["churn"], threads, allocators)
     # Other work on the machine inflates wall times: say how busy it was.
     machine += ", %.2f at end" % os.getloadavg()[0]
     print()
     print(machine)
     with open(os.path.join(out_dir, "machine.txt"), "w") as f:
         f.write(machine + "\n")
-    write_chart(os.path.join(out_dir, "chart.svg"), results, workloads, threads, allocators, machine)
-    write_markdown(os.path.join(out_dir, "results.md"), results, workloads, threads, allocators, machine)
-    sys.stderr.write("bench: %d runs in %.0f s; wrote results.csv, chart.svg, results.md to %s\n"
-                     % (step, time.monotonic() - began, out_dir))
-    return 1 if failed else 0
+    chart.write_chart(os.path.join(out_dir, "chart.svg"), results, workloads, WORKLOADS, threads, allocators,
+                      machine)
+    report.write_markdown(os.path.join(out_dir, "results.md"), results, workloads, WORKLOADS, threads,
+                          allocators, machine)
+    # A peer that crashes on a workload built to break allocators is a
+    # finding, not a broken bench: only hcmalloc's failures (or the plain
+    # driver's, which is the bench itself) change the exit status.
+    ours = [f for f in failures if f[0].must_work]
+    for a, wl, t, why in failures:
+        sys.stderr.write("bench: %s failed %s at %d thread%s: %s%s\n" % (
+            a.name, wl, t, "" if t == 1 else "s", why, "" if a.must_work else " (a peer: reported, exit status unchanged)"))
+    sys.stderr.write("bench: %d runs in %s; wrote results.md, results.csv, chart.svg to %s\n"
+                     % (progress.step, duration(progress.elapsed()), out_dir))
+    if args.tour:
+        sys.stderr.write("bench: that was the tour (%s; threads %s; %d rep%s). Every workload at %s "
+                         "threads, %d reps (about 20 min on 2 cores): bazel run //bench -- --full\n"
+                         % (", ".join(workloads), ",".join(map(str, threads)), args.reps,
+                            "" if args.reps == 1 else "s", ", ".join(map(str, DEFAULT_THREADS)), DEFAULT_REPS))
+    return 1 if ours else 0
 
 
 # ---- Counting instructions -------------------------------------------------------------------------
@@ -649,7 +479,7 @@ def bench_heapmap(args, out_dir):
     driver = os.path.join(root, "bench", "driver_malloc")
     preload = os.path.join(root, "bench", "preload_trace")
     w = args.heapmap
-    threads = args.threads[0] if len(args.threads) == 1 else 2
+    threads = args.threads[0] if args.threads_given and len(args.threads) == 1 else 2
     trace_file = os.path.join(out_dir, "trace-%s.txt" % w)
     env = dict(os.environ, LD_PRELOAD=preload, HCMALLOC_TRACE=trace_file,
                BENCH_HEAPMAP=os.path.join(out_dir, "heapmap-" + w))
@@ -681,6 +511,13 @@ def parse_list(text, what):
     return items
 
 
+def tour_threads():
+    """1, and as many threads as this process may run on at once (at most
+    TOUR_MAX_THREADS): what fits the machine."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return sorted({1, max(1, min(cores, TOUR_MAX_THREADS))})
+
+
 def parse_args(argv, allocators):
     names = [a.name for a in allocators]
     p = BenchParser(
@@ -689,14 +526,25 @@ def parse_args(argv, allocators):
                     "(tcmalloc, jemalloc, mimalloc by LD_PRELOAD). Tables go to stdout, "
                     "progress to stderr, results.csv and chart.svg to the output folder.",
         epilog="allocators found here: %s. Workloads: %s." % (", ".join(names), ", ".join(WORKLOADS)))
-    p.add_argument("--workloads", metavar="LIST", default=",".join(WORKLOADS),
-                   help="comma-separated workloads (default: all)")
-    p.add_argument("--allocators", metavar="LIST", default=",".join(names),
-                   help="comma-separated allocators (default: every one found)")
-    p.add_argument("--threads", metavar="LIST", default=",".join(map(str, DEFAULT_THREADS)),
-                   help="thread counts, 1..%d (default: 1,2,4,8)" % MAX_THREADS)
+    p.add_argument("--full", action="store_true",
+                   help="the whole matrix: every workload at threads %s, %d reps (about 20 min on 2 "
+                        "cores) instead of the tour" % (",".join(map(str, DEFAULT_THREADS)), DEFAULT_REPS))
+    p.add_argument("--workloads", metavar="LIST", default=None,
+                   help="comma-separated workloads, run as --full runs them (default: the tour, %s)"
+                        % ",".join(TOUR_WORKLOADS))
+    p.add_argument("--list-workloads", action="store_true",
+                   help="print the workloads, one a line, and exit")
+    p.add_argument("--allocators", metavar="LIST", default=None,
+                   help="comma-separated allocators (default: every one found, and each --peer)")
+    p.add_argument("--peer", metavar="NAME=LIBRARY", action="append", default=[],
+                   help="one more malloc library to compare, run like the peers (LD_PRELOAD of the "
+                        "plain driver); may be repeated")
+    p.add_argument("--threads", metavar="LIST", default=None,
+                   help="thread counts, 1..%d (default: the tour 1 and the cores, at most %d; --full "
+                        "and --workloads %s)" % (MAX_THREADS, TOUR_MAX_THREADS, ",".join(map(str, DEFAULT_THREADS))))
     p.add_argument("--reps", metavar="N", type=int, default=None,
-                   help="repetitions; the median is reported (default: %d)" % DEFAULT_REPS)
+                   help="repetitions; the median is reported (default: the tour %d, --full and "
+                        "--workloads %d)" % (TOUR_REPS, DEFAULT_REPS))
     p.add_argument("--scale", metavar="X", type=float, default=None,
                    help="multiplies every workload's size and time limit (default: 1)")
     p.add_argument("--quick", action="store_true",
@@ -715,11 +563,30 @@ def parse_args(argv, allocators):
                    help="output folder (default: bench-results/ at the workspace root)")
     args = p.parse_args(argv)
 
+    # The tour unless the whole matrix or named workloads are asked for.
+    args.tour = not args.full and args.workloads is None
+    if args.full and args.workloads is not None:
+        raise UsageError("--full runs every workload: name --workloads or --full, not both")
+    if args.workloads is None:
+        args.workloads = ",".join(TOUR_WORKLOADS if args.tour else WORKLOADS)
+    args.threads_given = args.threads is not None
+    if args.threads is None:
+        args.threads = ",".join(map(str, tour_threads() if args.tour else DEFAULT_THREADS))
     args.workloads = parse_list(args.workloads, "--workloads")
     for w in args.workloads:
         if w not in WORKLOADS:
             raise UsageError("--workloads: unknown workload '%s' (known: %s)" % (w, ", ".join(WORKLOADS)))
-    wanted = parse_list(args.allocators, "--allocators")
+    for spec in args.peer:
+        name, _, library = spec.partition("=")
+        if not name or not library or not os.path.isfile(library):
+            raise UsageError("--peer: '%s' is not NAME=LIBRARY, with LIBRARY a file" % spec)
+        if name in names:
+            raise UsageError("--peer: there is already an allocator '%s'" % name)
+        extra = Allocator(name, allocators[0].driver, preload=os.path.abspath(library), peer=True)
+        # Among the headline rows, after the peers found, before the stages.
+        allocators.insert(sum(1 for a in allocators if not a.sized), extra)
+        names = [a.name for a in allocators]
+    wanted = parse_list(args.allocators, "--allocators") if args.allocators is not None else names
     for w in wanted:
         if w not in names:
             known = [p[0] for p in PEERS]
@@ -733,7 +600,7 @@ def parse_args(argv, allocators):
     if any(t < 1 or t > MAX_THREADS for t in args.threads):
         raise UsageError("--threads: each count must be 1..%d" % MAX_THREADS)
     if args.reps is None:
-        args.reps = 1 if args.quick else DEFAULT_REPS
+        args.reps = 1 if args.quick else TOUR_REPS if args.tour else DEFAULT_REPS
     if args.reps < 1:
         raise UsageError("--reps: must be at least 1")
     if args.scale is None:
@@ -760,23 +627,34 @@ def output_dir(requested):
 
 def main(argv):
     allocators = find_allocators()
+    load_workloads(allocators[0].driver)
     try:
         args = parse_args(argv, allocators)
     except UsageError as e:
         fail_usage(str(e))
+    if args.list_workloads:
+        print("\n".join(WORKLOADS))
+        return 0
     out_dir = output_dir(args.out)
     os.makedirs(out_dir, exist_ok=True)
     allocators = args.allocators
 
     # A preload that did not take (a missing or broken library) would silently
-    # measure glibc under the peer's name: check what malloc resolves to.
+    # measure glibc under the peer's name: check what malloc resolves to. A
+    # peer that does not load is left out; hcmalloc that does not is an error.
+    loaded = []
     for a in allocators:
         status, out, err = run_child([a.driver, "name"], a.env(), timeout_s=30)
         name = out.strip()
         expected = os.path.basename(a.preload) if a.preload else None
         if status != 0 or (expected and os.path.basename(name) != expected):
-            sys.stderr.write("bench: %s does not load (malloc is %s) %s\n" % (a.name, name or "?", err.strip()))
-            return 1
+            sys.stderr.write("bench: %s does not load (malloc is %s) %s%s\n" % (
+                a.name, name or "?", err.strip(), "" if a.must_work else "; left out"))
+            if a.must_work:
+                return 1
+            continue
+        loaded.append(a)
+    allocators = loaded
 
     machine = machine_line(allocators)
     with open(os.path.join(out_dir, "machine.txt"), "w") as f:
@@ -787,9 +665,9 @@ def main(argv):
         return bench_callgrind(args, allocators, out_dir)
     if args.heapmap:
         return bench_heapmap(args, out_dir)
-    sys.stderr.write("bench: workloads %s, threads %s, %d rep%s, scale %g\n" % (
-        ",".join(args.workloads), ",".join(map(str, args.threads)), args.reps,
-        "" if args.reps == 1 else "s", args.scale))
+    sys.stderr.write("bench: %sworkloads %s, threads %s, %d rep%s, scale %g\n" % (
+        "the tour: " if args.tour else "", ",".join(args.workloads), ",".join(map(str, args.threads)),
+        args.reps, "" if args.reps == 1 else "s", args.scale))
     return bench_workloads(args, allocators, out_dir, machine)
 
 

@@ -1,11 +1,14 @@
 #!/bin/bash
-# bench/bench_smoke_test.sh — CI's run of the bench: `--quick` over every
-# workload and every allocator found. Checks the shape of what it prints and
-# writes (a table row per allocator and thread count, the CSV header, the
-# chart) and how it treats a bad option; never a speed.
-# usage: bench_smoke_test.sh PATH_TO_BENCH
+# bench/bench_smoke_test.sh — CI's run of the bench: `--full --quick` over
+# every workload and every allocator found. Checks the shape of what it
+# prints and writes (a table row per allocator and thread count, the CSV
+# header, the chart), that no options means the tour, that a peer's crash
+# is reported and leaves the exit status at 0, and how it treats a bad
+# option; never a speed.
+# usage: bench_smoke_test.sh PATH_TO_BENCH PATH_TO_CRASHING_MALLOC_SO
 set -euo pipefail
 bench="$1"
+crashing_malloc="$2"
 out="${TEST_TMPDIR:-$(mktemp -d)}/bench-smoke"
 log="$out.stdout"
 err="$out.stderr"
@@ -13,10 +16,10 @@ threads="1,4"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 status=0
-"$bench" --quick --threads "$threads" --out "$out" >"$log" 2>"$err" || status=$?
+"$bench" --full --quick --threads "$threads" --out "$out" >"$log" 2>"$err" || status=$?
 if [ "$status" -ne 0 ]; then
     cat "$err" >&2
-    fail "bench --quick exited with status $status"
+    fail "bench --full --quick exited with status $status"
 fi
 cat "$log"
 
@@ -34,7 +37,10 @@ done
 
 # A table per workload, a row in it per allocator and thread count (or a
 # row saying why the allocator cannot run it: stages 1-2 have no realloc).
-for workload in tight hold mixed xthread large churn bigblocks regrow longspans manythreads latethreads; do
+# The workloads: the driver's one list, as bench.py reads it.
+workloads=$("$bench" --list-workloads)
+[ "$(wc -l <<<"$workloads")" -ge 5 ] && grep -qx tight <<<"$workloads" || fail "--list-workloads: '$workloads'"
+for workload in $workloads; do
     table=$(awk -v w="== $workload:" 'index($0, w) == 1 {on = 1; next} /^== / {on = 0} on' "$log")
     [ -n "$table" ] || fail "no table for $workload"
     for a in $allocators; do
@@ -69,7 +75,7 @@ legend_stage=$(grep -n '>stage1_threadcache</text>' "$out/chart.svg" | head -n 1
 [ "$legend_dropin" -lt "$legend_stage" ] || fail "chart.svg shows the stages before the like-for-like allocators"
 
 header=$(head -n 1 "$out/results.csv")
-[ "$header" = "workload,allocator,threads,ns_per_pair,ratio_to_glibc,peak_rss_kib,reps" ] \
+[ "$header" = "workload,allocator,threads,ns_per_pair,ratio_to_glibc,peak_rss_kib,reps,failure" ] \
     || fail "results.csv header is '$header'"
 n_alloc=$(wc -w <<<"$allocators")
 n_workloads=$(grep -c '^== ' "$log")
@@ -77,7 +83,7 @@ n_skipped=$(grep -c ' skipped: ' "$log" || true)
 rows=$(($(wc -l <"$out/results.csv") - 1))
 expected_rows=$((n_workloads * 2 * n_alloc - n_skipped))
 [ "$rows" -eq "$expected_rows" ] || fail "results.csv has $rows rows, expected $expected_rows"
-grep -q '^tight,glibc,1,[0-9.]*,1.0000,[0-9]*,1$' "$out/results.csv" || fail "glibc's own ratio is not 1"
+grep -q '^tight,glibc,1,[0-9.]*,1.0000,[0-9]*,1,$' "$out/results.csv" || fail "glibc's own ratio is not 1"
 
 grep -q '^<svg ' "$out/chart.svg" || fail "chart.svg does not start an <svg>"
 grep -q '</svg>$' "$out/chart.svg" || fail "chart.svg is not closed"
@@ -85,8 +91,35 @@ for a in $allocators; do
     grep -q ">$a</text>" "$out/chart.svg" || fail "chart.svg has no legend entry for $a"
 done
 
+# No options: the tour, a few workloads at 1 thread and the cores, ending
+# with where the files are and how to run the whole matrix.
+tour="$out/tour"
+"$bench" --quick --allocators glibc,stage1_threadcache --out "$tour" >"$tour.stdout" 2>"$tour.stderr" \
+    || fail "the tour exited with status $?"
+tour_workloads=$(sed -n 's/^bench: the tour: workloads \([^ ]*\), .*/\1/p' "$tour.stderr" | tr , ' ')
+[ -n "$tour_workloads" ] || fail "the tour does not say which workloads it runs"
+[ "$(wc -w <<<"$tour_workloads")" -lt "$(wc -w <<<"$workloads")" ] || fail "the tour runs every workload"
+[ "$(grep '^== ' "$tour.stdout" | sed 's/^== \([a-z]*\):.*/\1/' | tr '\n' ' ')" = "$tour_workloads " ] \
+    || fail "the tour's tables are not its workloads ($tour_workloads)"
+grep -q "wrote results.md, results.csv, chart.svg to $tour" "$tour.stderr" || fail "the tour does not say where its files are"
+grep -q -- "--full" "$tour.stderr" || fail "the tour does not say how to run the whole matrix"
+grep -qE '^\[[0-9]+/[0-9]+ +[0-9]+%, about [0-9ms]+ left\] ' "$tour.stderr" || fail "no progress line with the time left"
+
+# A peer that crashes: reported in the table and results.csv with its
+# reason; the exit status stays 0.
+crash="$out/crash"
+CRASHING_MALLOC_WORKLOAD=tight "$bench" --quick --threads 1 --workloads tight,mixed \
+    --allocators glibc,crashing,stage1_threadcache --peer "crashing=$crashing_malloc" --out "$crash" \
+    >"$crash.stdout" 2>"$crash.stderr" || { cat "$crash.stderr" >&2; fail "a peer's crash changed the exit status"; }
+grep -qE '^ +1 +crashing +FAILED: crashed \(SIGSEGV\)' "$crash.stdout" || fail "the table does not report the crash"
+grep -qE '^ +1 +crashing +[0-9.]+ ' "$crash.stdout" || fail "the crashing peer's other workload (mixed) did not run"
+grep -q '^tight,crashing,1,,,,0,crashed (SIGSEGV) in run 1 of 1$' "$crash/results.csv" \
+    || fail "results.csv does not report the crash: $(grep crashing "$crash/results.csv")"
+grep -q 'failed, no bar: crashing, 1 thread: crashed (SIGSEGV)' "$crash/chart.svg" || fail "chart.svg does not name the crash"
+
 # Bad options: one line on stderr, exit status 2.
-for bad in "--threads 17" "--workloads nosuch" "--allocators nosuch" "--reps 0" "--no-such-option"; do
+for bad in "--threads 17" "--workloads nosuch" "--allocators nosuch" "--reps 0" "--no-such-option" \
+    "--full --workloads tight" "--peer nosuch"; do
     set +e
     "$bench" $bad --out "$out" >/dev/null 2>"$err"
     status=$?

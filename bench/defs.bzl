@@ -61,11 +61,37 @@ opt_file = rule(
     doc = "One file (a shared library) built with --compilation_mode=opt and -DNDEBUG.",
 )
 
+# The driver's files, every build the same; each build adds one allocator
+# shim (bench/alloc_shim.h): shim_malloc.c or shim_hcmalloc.c.
+DRIVER_SRCS = [
+    "bench_driver.c",
+    "alloc_shim.h",
+    "callgrind_loop.c",
+    "callgrind_loop.h",
+    "harness.c",
+    "harness.h",
+    "heapmap.c",
+    "heapmap.h",
+    "probes.c",
+    "probes.h",
+    "thread_workloads.c",
+    "workloads.c",
+    "workloads.h",
+]
+
+# -flto on the driver's own files (not the allocator's: it is measured as
+# built): the shim's one-line wrappers are inlined into the workloads at
+# link time, so a loop calls malloc or hc_malloc itself, as when the driver
+# was one file and the shim a macro.
+_DRIVER_COPTS = ["-flto"]
+_DRIVER_LINKOPTS = ["-pthread", "-flto"]
+
 def bench_allocators(name, stages, preload_libs):
     """Declares the drivers, their manifest, and `name`: both, for bench.py's data.
 
-    Creates :driver_malloc (calls malloc/free: glibc, or a peer or a drop-in
-    library by LD_PRELOAD), :driver_<stage> for each stage package, and
+    Creates :driver_malloc (DRIVER_SRCS with shim_malloc.c: calls malloc/free,
+    glibc's, or a peer's or a drop-in library's by LD_PRELOAD),
+    :driver_<stage> for each stage package (with shim_hcmalloc.c), and
     :preload_<key> for each drop-in library. The manifest (`name`.tsv) has
     one line per allocator: name, kind (driver | preload), runfiles path.
 
@@ -76,8 +102,9 @@ def bench_allocators(name, stages, preload_libs):
     """
     native.cc_binary(
         name = "driver_malloc_build",
-        srcs = ["bench_driver.c"],
-        linkopts = ["-pthread"],
+        srcs = DRIVER_SRCS + ["shim_malloc.c"],
+        copts = _DRIVER_COPTS,
+        linkopts = _DRIVER_LINKOPTS,
         deps = ["//common:api"],
         tags = ["manual"],
     )
@@ -87,9 +114,9 @@ def bench_allocators(name, stages, preload_libs):
     for stage in stages:
         native.cc_binary(
             name = "driver_%s_build" % stage,
-            srcs = ["bench_driver.c"],
-            local_defines = ["BENCH_HCMALLOC=1"],
-            linkopts = ["-pthread"],
+            srcs = DRIVER_SRCS + ["shim_hcmalloc.c"],
+            copts = _DRIVER_COPTS,
+            linkopts = _DRIVER_LINKOPTS,
             deps = ["//%s:hcmalloc" % stage, "//common:api"],
             tags = ["manual"],
         )

@@ -74,8 +74,12 @@ class Bazel:
         self.workspace, self.output_base = workspace, output_base
 
     def run(self, *args, check=False, quiet=True):
+        # HC_BAZEL_DISK_CACHE (tools/test.sh sets it): share byte-identical
+        # actions (googletest, unchanged files) with the main tree's builds.
+        cache = os.environ.get("HC_BAZEL_DISK_CACHE")
+        reuse = [f"--disk_cache={cache}"] if cache and args[0] in ("build", "test") else []
         cmd = ["bazel"] + ([f"--output_base={self.output_base}"] if self.output_base else []) + \
-              [args[0], "--color=no", "--curses=no", "--noshow_progress"] + list(args[1:])
+              [args[0], "--color=no", "--curses=no", "--noshow_progress"] + reuse + list(args[1:])
         done = subprocess.run(cmd, cwd=self.workspace, text=True, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT if quiet else None)
         if check and done.returncode != 0:

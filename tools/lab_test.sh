@@ -67,7 +67,20 @@ python3 tools/make_lab_test.py
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/hcmalloc-lab-test.XXXXXX")
 workspace=$scratch/lab
 output_base=$scratch/output_base
-lab_bazel() { (cd "$workspace" && bazel --output_base="$output_base" "$@"); }
+# HC_BAZEL_DISK_CACHE (tools/test.sh sets it): the main tree's disk cache, so
+# that what a lab workspace builds byte for byte as the main tree did
+# (googletest, the reference copy, a skeleton's unchanged files) is reused.
+disk_cache=()
+[ -n "${HC_BAZEL_DISK_CACHE:-}" ] && disk_cache=(--disk_cache="$HC_BAZEL_DISK_CACHE")
+lab_bazel() {
+    local command=$1
+    shift
+    case $command in
+    build | test) set -- "$command" "${disk_cache[@]}" "$@" ;;
+    *) set -- "$command" "$@" ;;
+    esac
+    (cd "$workspace" && bazel --output_base="$output_base" "$@")
+}
 cleanup() {
     [ -d "$workspace" ] && lab_bazel shutdown >/dev/null 2>&1 || true
     chmod -R u+w "$scratch" 2>/dev/null || true

@@ -1,40 +1,127 @@
 #!/bin/bash
-# tools/test.sh — every test of the project: the README's second command.
-# Runs `bazel test //...` (every stage with its plain, TSan and Valgrind
-# flavours, common/, bench smoke, labs), then the checks that need another
-# compiler or build mode (tools/extra_checks.sh, if present), the lab
-# generator's test (tools/lab_test.sh), and ends with
-# one summary line: "tests: N passed, M failed".
+# tools/test.sh — every test of the project: the README's second command,
+# and what .ci/run runs. Its parts, each timed (the times are printed at the
+# end, before the summary line):
+#   plain     `bazel test //...`: every package, every stage with its plain,
+#             TSan, ASan, Valgrind and debug flavours, common/, the bench's
+#             smoke run and heap-map test
+#   opt, debug, asan, tsan
+#             `bazel test --config=X` on the packages the configurations
+#             are for: everything but bench/ and tools/ (package patterns, so
+#             a new stage or file is in without an edit here). A flavour
+#             target that the configuration would rebuild with the very
+#             flags the plain part used is left out of that run (found by
+#             `bazel query` on its `flavour` attribute): under asan and tsan
+#             a checker flavour drops the command line's sanitizer and adds
+#             its own, so the TSan, ASan and Valgrind flavours come out as in
+#             the plain part; under debug the debug flavour does.
+#   extra     tools/extra_checks.sh: libFuzzer (clang) and the lesson diffs
+#   labs      tools/lab_test.sh: skeletons build and fail, reference copies
+#             pass, handouts run, the grader ranks three hand-ins
+# and ends with one summary line: "tests: N passed, M failed" (N, M: the
+# test targets of every `bazel test` run, plus one each for extra and labs).
+#
+# Every Bazel run here, the scratch workspaces of the lab test and the
+# grader included, shares one disk cache (HC_BAZEL_DISK_CACHE, default
+# `hc-disk-cache` in this workspace's output base): Bazel keys it by the
+# content of every input and the command line, so only a byte-identical
+# action is reused, e.g. googletest and a lab's reference copy in a lab
+# workspace. A fresh clone starts with it empty.
+#
+# How long it takes, measured cold (a fresh `git clone`, so a new output
+# base and an empty disk cache) on the project's 2-core machine (Debian 12):
+#   d=$(mktemp -d); git clone -q REPO $d; cd $d; time CI=true bash .ci/run
+# not yet measured for this version of the script.
+#
+# HC_SKIP_CONFIGS=1 leaves out the four configurations (a local run);
+# arguments are passed to the plain part's `bazel test`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-bazel test //... "$@" 2>&1 | tee "$log"
-bazel_status=${PIPESTATUS[0]}
 
+if [ -z "${HC_BAZEL_DISK_CACHE:-}" ]; then
+    output_base=$(bazel info --noshow_progress output_base 2>/dev/null) || output_base=
+    [ -n "$output_base" ] && HC_BAZEL_DISK_CACHE=$output_base/hc-disk-cache
+fi
+export HC_BAZEL_DISK_CACHE # read by tools/lab_test.sh and tools/grade.py
+cache_flags=()
+[ -n "${HC_BAZEL_DISK_CACHE:-}" ] && cache_flags=(--disk_cache="$HC_BAZEL_DISK_CACHE")
+
+passed=0
+failed=0
+status=0
+times=()
+
+# timed NAME COMMAND...: runs COMMAND, notes how long it took under NAME.
+timed() {
+    local name=$1 start=$SECONDS rc=0
+    shift
+    "$@" || rc=$?
+    times+=("$(printf '%-8s %5d s' "$name" $((SECONDS - start)))")
+    echo "== $name: $((SECONDS - start)) s (exit $rc)"
+    return $rc
+}
+
+# bazel_tests ARGS...: `bazel test ARGS`, its targets added to the counts.
 # One line per test target in Bazel's summary: "//pkg:target   PASSED in 1.2s".
-passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
-failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
+bazel_tests() {
+    local rc n_passed n_failed
+    bazel test "${cache_flags[@]}" "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    n_passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+    n_failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
+    if [ "$rc" -ne 0 ] && [ "$n_failed" -eq 0 ]; then
+        n_failed=1 # the build itself failed before any test ran
+    fi
+    passed=$((passed + n_passed))
+    failed=$((failed + n_failed))
+    return "$rc"
+}
 
-extra_status=0
-if [ -x tools/extra_checks.sh ] && [ "$bazel_status" -eq 0 ]; then
-    tools/extra_checks.sh
-    extra_status=$?
-    if [ "$extra_status" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+# The flavour targets a configuration would only rebuild as the plain part
+# did, as negative target patterns.
+config_duplicates() {
+    local flavours
+    case $1 in
+    asan | tsan) flavours='^(tsan|asan|valgrind)$' ;;
+    debug) flavours='^debug$' ;;
+    *) return 0 ;;
+    esac
+    bazel query --noshow_progress "attr(flavour, \"$flavours\", tests(//...))" 2>/dev/null | sed 's/^/-/'
+}
+
+config_tests() {
+    local config=$1 excluded
+    mapfile -t excluded < <(config_duplicates "$config")
+    echo "== bazel test --config=$config (all but bench/ and tools/; ${#excluded[@]} flavour targets the plain part ran as built here)"
+    bazel_tests --config="$config" -- //... -//bench/... -//tools/... "${excluded[@]}"
+}
+
+# a check that is one script: counted as one test.
+script_check() {
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); return 1; fi
+}
+
+echo "== bazel test //..."
+timed plain bazel_tests //... "$@" || status=1
+
+if [ "$status" -eq 0 ]; then
+    if [ "${HC_SKIP_CONFIGS:-0}" != 1 ]; then
+        for config in opt debug asan tsan; do
+            timed "$config" config_tests "$config" || status=1
+        done
+    fi
+    if [ -x tools/extra_checks.sh ]; then
+        timed extra script_check tools/extra_checks.sh || status=1
+    fi
+    # Bazel in a scratch workspace of its own (tools/lab_test.sh).
+    timed labs script_check tools/lab_test.sh || status=1
 fi
 
-# The lab generator's test: skeletons build and fail, reference copies pass
-# (Bazel in a scratch workspace of its own; tools/lab_test.sh).
-lab_status=0
-if [ "$bazel_status" -eq 0 ]; then
-    tools/lab_test.sh
-    lab_status=$?
-    if [ "$lab_status" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-fi
-
-if [ "$bazel_status" -ne 0 ] && [ "$failed" -eq 0 ]; then
-    failed=1 # the build itself failed before any test ran
-fi
+echo "== time per part:"
+printf '   %s\n' "${times[@]}"
+echo "   total    $(printf '%5d' $SECONDS) s"
 echo "tests: $passed passed, $failed failed"
-[ "$bazel_status" -eq 0 ] && [ "$extra_status" -eq 0 ] && [ "$lab_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
