@@ -28,6 +28,7 @@
 
 #include "common/compiler.h"
 #include "common/fatal.h"
+#include "common/harden.h"
 #include "common/hcmalloc.h"
 #include "common/os.h"
 #include "common/pool.h"
@@ -108,6 +109,14 @@ HC_INLINE void note_free_unsized(void *p, unsigned cls) {
     track_free(p, sc_size(cls));
 }
 
+/* A list the fast path found empty must say so: a count left over means a
+ * cycle (a double free) was popped through. */
+static void check_empty_list(const hc_free_list *list) {
+    if (HC_UNLIKELY(fl_length(list) != 0))
+        hc_fatal_pointer_why("malloc(): corrupted free list at", list,
+                             "its count says objects are left: a double free or a write after free");
+}
+
 /* ---- Large objects: whole spans from the page cache ----------------------------- */
 
 /* Pages for a block of `size` bytes; 0 when no span could be that long. */
@@ -157,11 +166,16 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     if (tc == NULL)
         return NULL; /* errno = ENOMEM */
     hc_layer_on_malloc_slow(); /* stage 4: the fork handlers (layer_hooks.h) */
+    harden_init();             /* before the first link is written */
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
-    if (obj == NULL)
+    if (obj == NULL) {
+        check_empty_list(&tc->lists[cls]);
         obj = tc_refill(tc, cls);
-    if (obj != NULL)
+    }
+    if (obj != NULL) {
+        harden_clear_tag(obj); /* a refill's first object skips fl_pop */
         note_alloc(obj, size, 0);
+    }
     return obj;
 }
 
@@ -169,6 +183,11 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
 static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
     int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
+    /* The fast path cannot afford this compare; here it is free. Pushed
+     * again, the list's head would link to itself. */
+    if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
+        hc_fatal_pointer_why("free(): double free detected of", ptr,
+                             "it is the last block this thread freed");
     if (tc == NULL)
         tc_free_without_cache(ptr, cls);
     else if (!tc_try_free(tc, cls, ptr))

@@ -10,6 +10,7 @@ every flavour with no command-line flags:
             memcheck (the binary is run by a `runner`, tests/valgrind_test.sh)
   debug     what --config=debug builds: -O0 and -DHC_DEBUG=1 (double free and
             wrong-size checks)
+  hardened  what --config=hardened builds: -DHC_HARDENED=1 (common/harden.h)
 
 The checkers exclude each other, so a checker flavour first drops any
 sanitizer that came from the command line (`bazel test --config=asan //...`
@@ -49,6 +50,14 @@ _FLAVOURS = {
         copts = ["-DHC_DEBUG=1"],
         linkopts = [],
         compilation_mode = "dbg",
+        checker = False,
+        no_aslr = False,
+        options = None,
+    ),
+    "hardened": struct(
+        copts = ["-DHC_HARDENED=1"],
+        linkopts = [],
+        compilation_mode = None,
         checker = False,
         no_aslr = False,
         options = None,
@@ -161,3 +170,7 @@ def tsan_test(name, binary, test_env = {}, **kwargs):
 def debug_test(name, binary, test_env = {}, **kwargs):
     """Runs `binary` built as --config=debug builds it (-O0, HC_DEBUG=1)."""
     flavour_test(name = name, flavour = "debug", binary = binary, test_env = test_env, **kwargs)
+
+def hardened_test(name, binary, test_env = {}, **kwargs):
+    """Runs `binary` built as --config=hardened builds it (HC_HARDENED=1)."""
+    flavour_test(name = name, flavour = "hardened", binary = binary, test_env = test_env, **kwargs)
