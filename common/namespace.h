@@ -90,6 +90,7 @@
 #define pm_set_range hci_pm_set_range
 #define hc_layer_on_malloc_slow hci_layer_on_malloc_slow
 #define hc_layer_release_free_memory hci_layer_release_free_memory
+#define hc_layer_reclaim_for_retry hci_layer_reclaim_for_retry
 
 /* layer 4: reclaim, options, stats, fork */
 #define hc_fork_child hci_fork_child

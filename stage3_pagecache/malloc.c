@@ -117,6 +117,16 @@ static void check_empty_list(const hc_free_list *list) {
                              "its count says objects are left: a double free or a write after free");
 }
 
+/* ---- Out of memory: rescues (layer_hooks.h) ------------------------------------- */
+
+/* Calls whose retry after hc_layer_reclaim_for_retry succeeded (hc_stats). */
+static size_t oom_rescues;
+
+static void note_rescue(const void *obj) {
+    if (obj != NULL)
+        __atomic_fetch_add(&oom_rescues, 1, __ATOMIC_RELAXED); /* slow path: out of memory */
+}
+
 /* ---- Large objects: whole spans from the page cache ----------------------------- */
 
 /* Pages for a block of `size` bytes; 0 when no span could be that long. */
@@ -135,6 +145,10 @@ static void *large_alloc(size_t size, size_t align_pages) {
     }
     hc_span *span = align_pages > 1 ? pc_alloc_span_aligned(pages, align_pages)
                                     : pc_alloc_span(pages, 0);
+    if (span == NULL && hc_layer_reclaim_for_retry()) {
+        span = align_pages > 1 ? pc_alloc_span_aligned(pages, align_pages) : pc_alloc_span(pages, 0);
+        note_rescue(span);
+    }
     if (span == NULL)
         return NULL; /* errno = ENOMEM from the page cache */
     note_alloc(span_start(span), size, span->direct);
@@ -171,6 +185,12 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     if (obj == NULL) {
         check_empty_list(&tc->lists[cls]);
         obj = tc_refill(tc, cls);
+    }
+    if (obj == NULL && hc_layer_reclaim_for_retry()) {
+        /* Out of memory while the allocator caches some: once more, now
+         * that the caches went back (layer_hooks.h). */
+        obj = tc_refill(tc, cls);
+        note_rescue(obj);
     }
     if (obj != NULL) {
         harden_clear_tag(obj); /* a refill's first object skips fl_pop */
@@ -428,6 +448,7 @@ HC_EXPORT void hc_get_stats(hc_stats *out) {
     pc_collect_stats(out); /* free spans, and large blocks in use */
     out->os_mapped_bytes = os_mapped_bytes();
     out->metadata_bytes = pool_mapped_bytes(); /* span records, page-map nodes, caches */
+    out->oom_rescues = __atomic_load_n(&oom_rescues, __ATOMIC_RELAXED);
 }
 
 HC_EXPORT const char *hc_stage_name(void) { return HC_STRINGIFY(HC_STAGE_NAME); }
