@@ -7,9 +7,12 @@
 #if HC_HARDENED
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <pthread.h>
 
 #include "common/fatal.h"
 
@@ -48,14 +51,57 @@ void harden_corrupt_link(const void *slot) {
                          "a free object's link was overwritten: a write after free or an overflow");
 }
 
-/* The tag says free. Program data equal to key ^ slot is a 2^-64 chance;
- * a free object's link also decodes to a valid pointer, which confirms it. */
 void harden_free_of_free(const void *slot) {
-    uintptr_t t = harden_slot_key(slot);
-    uintptr_t next = ((const uintptr_t *)slot)[0] ^ t;
-    if ((next & HARDEN_BAD_LINK_BITS) == 0)
-        hc_fatal_pointer_why("free(): double free detected of", slot,
-                             "the block is already free, or was never handed out");
+    hc_fatal_pointer_why("free(): double free detected of", slot,
+                         "the block is already free, or was never handed out");
+}
+
+/* ---- malloc(0): addresses that fault -------------------------------------------
+ * Regions of HARDEN_ZERO_REGION_BYTES mapped PROT_NONE (address space only,
+ * no memory), handed out 16 bytes at a time, never reused: a program that
+ * calls malloc(0) a million times spends 16 MiB of address space. Once
+ * HARDEN_ZERO_REGIONS are used up, malloc(0) fails with ENOMEM. */
+#define HARDEN_ZERO_REGION_BYTES ((uintptr_t)64 << 20)
+#define HARDEN_ZERO_REGIONS 64
+
+static uintptr_t zero_regions[HARDEN_ZERO_REGIONS]; /* start addresses, 0: none yet */
+static uintptr_t zero_next;                         /* next address in the newest region */
+static unsigned zero_region_count;
+static pthread_mutex_t zero_lock = PTHREAD_MUTEX_INITIALIZER; /* slow path: malloc(0) only */
+
+void *harden_zero_size_alloc(void) {
+    void *p = NULL;
+    pthread_mutex_lock(&zero_lock);
+    unsigned n = zero_region_count;
+    if (n == 0 || zero_next == zero_regions[n - 1] + HARDEN_ZERO_REGION_BYTES) {
+        void *region = n < HARDEN_ZERO_REGIONS
+                           ? mmap(NULL, HARDEN_ZERO_REGION_BYTES, PROT_NONE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                           : MAP_FAILED;
+        if (region == MAP_FAILED) {
+            pthread_mutex_unlock(&zero_lock);
+            errno = ENOMEM;
+            return NULL;
+        }
+        __atomic_store_n(&zero_regions[n], (uintptr_t)region, __ATOMIC_RELEASE);
+        __atomic_store_n(&zero_region_count, n + 1, __ATOMIC_RELEASE);
+        zero_next = (uintptr_t)region;
+    }
+    p = (void *)zero_next;
+    zero_next += 16;
+    pthread_mutex_unlock(&zero_lock);
+    return p;
+}
+
+/* Lock-free: regions are only added, each published before the count. */
+int harden_is_zero_size(const void *p) {
+    unsigned n = __atomic_load_n(&zero_region_count, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++) {
+        uintptr_t start = __atomic_load_n(&zero_regions[i], __ATOMIC_ACQUIRE);
+        if ((uintptr_t)p - start < HARDEN_ZERO_REGION_BYTES)
+            return 1;
+    }
+    return 0;
 }
 
 #else

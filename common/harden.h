@@ -23,7 +23,12 @@
  *     at the call (glibc's tcache key, without its list walk). A slot never
  *     handed out is tagged from the moment it is carved, so its free stops
  *     too;
- *   - there is no 8-byte class: every object has room for the two words.
+ *   - there is no 8-byte class: every object has room for the two words;
+ *   - malloc(0) returns a unique address in memory mapped with no access,
+ *     so reading or writing the zero bytes it owns faults; free and
+ *     realloc know these addresses (harden_is_zero_size);
+ *   - every large block is mapped on its own and unmapped when freed
+ *     (page_cache.h, PC_DIRECT_MAP_BYTES): a use after free of one faults.
  *
  * Every layer calls the functions below and nothing else; in the default
  * build they compile to the plain link and nothing, so the fast path is
@@ -55,6 +60,8 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
 #define harden_init hci_harden_init
 #define harden_corrupt_link hci_harden_corrupt_link
 #define harden_free_of_free hci_harden_free_of_free
+#define harden_zero_size_alloc hci_harden_zero_size_alloc
+#define harden_is_zero_size hci_harden_is_zero_size
 
 /* Bytes of a free object the allocator writes: the link and the tag. */
 #define HARDEN_LINK_BYTES (2 * sizeof(void *))
@@ -62,25 +69,38 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
 /* Sizes 1..8 use the 16-byte class: no object is too small for its tag. */
 #define HARDEN_TINY_CLASS 0
 
+/* Large blocks are mapped on their own (page_cache.h). */
+#define HARDEN_DIRECT_LARGE 1
+
+/* malloc(0): a unique address that faults when touched; NULL (errno
+ * ENOMEM) if no address space is left for one. */
+void *harden_zero_size_alloc(void);
+
+/* Whether `p` came from harden_zero_size_alloc (free: nothing to do). */
+int harden_is_zero_size(const void *p);
+
 /* A decoded link with any of these bits set is not one the allocator wrote. */
 #define HARDEN_BAD_LINK_BITS (~(((uintptr_t)1 << 47) - 1) | (uintptr_t)15)
 
 /* Random, set once before the first link is written (harden_init), then
- * only read. */
-extern uintptr_t hc_harden_key;
+ * only read. Hidden on the declaration too: in the drop-in (-fPIC) a plain
+ * extern is reached through the GOT, one load more on every malloc and free. */
+extern uintptr_t hc_harden_key __attribute__((visibility("hidden")));
 
 /* Sets the key if it is not set yet. Every malloc slow path calls it, and
  * a link is first written on one (carving a span or a chunk). */
 void harden_init(void);
 
-/* The slot's own secret: encodes its link, and is its "free" tag. */
-HC_INLINE uintptr_t harden_slot_key(const void *slot) {
-    return __atomic_load_n(&hc_harden_key, __ATOMIC_RELAXED) ^ (uintptr_t)slot;
-}
+/* The slot's own secret: encodes its link, and is its "free" tag. A plain
+ * load: the key is written once, before this thread's first link, by
+ * harden_init on this thread's first slow path (an acquire load there, or
+ * the store itself, orders it). */
+HC_INLINE uintptr_t harden_slot_key(const void *slot) { return hc_harden_key ^ (uintptr_t)slot; }
 
-/* Cold ends: a link that decodes to garbage, and a double free. */
+/* Cold ends, which never return: so the fast path that may reach them
+ * saves no register and keeps no frame for them. */
 __attribute__((noreturn, cold)) void harden_corrupt_link(const void *slot);
-void harden_free_of_free(const void *slot);
+__attribute__((noreturn, cold)) void harden_free_of_free(const void *slot);
 
 HC_INLINE void *harden_decode(const void *slot, uintptr_t stored, uintptr_t t) {
     uintptr_t next = stored ^ t;
@@ -95,9 +115,12 @@ HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
     ((uintptr_t *)slot)[1] = t;
 }
 
-/* Free of `slot`: its tag says whether it is free already. */
+/* Free of `slot`: its tag says whether it is free already. Program data
+ * equal to key ^ slot is a 2^-64 chance; a free object's link also decodes
+ * to a valid pointer, which confirms it (in O(1): no list is walked). */
 HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
-    if (HC_UNLIKELY(((uintptr_t *)slot)[1] == t))
+    if (HC_UNLIKELY(((uintptr_t *)slot)[1] == t) &&
+        ((((uintptr_t *)slot)[0] ^ t) & HARDEN_BAD_LINK_BITS) == 0)
         harden_free_of_free(slot);
 }
 
@@ -117,6 +140,11 @@ HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
 
 #define HARDEN_LINK_BYTES sizeof(void *)
 #define HARDEN_TINY_CLASS 1
+#define HARDEN_DIRECT_LARGE 0
+
+/* malloc(0) is the smallest class's object; nothing else is zero-sized. */
+HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }
+HC_INLINE int harden_is_zero_size(const void *p) { (void)p; return 0; }
 
 HC_INLINE void harden_init(void) {}
 HC_INLINE uintptr_t harden_slot_key(const void *slot) { (void)slot; return 0; }

@@ -171,8 +171,12 @@ static void large_free(hc_span *span) {
 /* ---- Slow paths -------------------------------------------------------------- */
 
 static HC_NOINLINE void *malloc_slow(size_t size) {
-    if (size == 0)
+    if (size == 0) {
+        void *zero = harden_zero_size_alloc(); /* hardened: an address that faults */
+        if (zero != NULL || HC_HARDENED)
+            return zero;
         size = 1; /* a unique, freeable pointer: the smallest class */
+    }
     if (size > HC_MAX_SMALL_SIZE)
         return large_alloc(size, 1);
     unsigned cls = sc_index(size);
@@ -222,7 +226,7 @@ static HC_NOINLINE void free_small_sized_slow(void *ptr, size_t size) {
 }
 
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
-    if (ptr == NULL)
+    if (ptr == NULL || harden_is_zero_size(ptr))
         return;
     if (size == 0)
         size = 1;
@@ -245,7 +249,7 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
  * invalid pointer (not ours, inside a free span, or, on a small page, not
  * aligned for the page's class). */
 static HC_NOINLINE void free_unsized_slow(void *ptr) {
-    if (ptr == NULL)
+    if (ptr == NULL || harden_is_zero_size(ptr))
         return;
     if (pm_class_of(ptr) != 0)
         hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
@@ -338,7 +342,7 @@ static hc_span *block_span(void *ptr, const char *what) {
 }
 
 HC_EXPORT size_t hc_usable_size(const void *ptr) {
-    if (ptr == NULL)
+    if (ptr == NULL || harden_is_zero_size(ptr))
         return 0;
     void *p = (void *)(uintptr_t)ptr;
     size_t usable = block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
@@ -387,6 +391,8 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     if (ptr == NULL)
         return hc_malloc(size);
+    if (harden_is_zero_size(ptr)) /* hardened malloc(0): no bytes to copy */
+        return size == 0 ? NULL : hc_malloc(size);
     hc_span *span = block_span(ptr, "realloc(): invalid pointer");
     if (size == 0) {
         hc_free(ptr);

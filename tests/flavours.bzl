@@ -174,3 +174,28 @@ def debug_test(name, binary, test_env = {}, **kwargs):
 def hardened_test(name, binary, test_env = {}, **kwargs):
     """Runs `binary` built as --config=hardened builds it (HC_HARDENED=1)."""
     flavour_test(name = name, flavour = "hardened", binary = binary, test_env = test_env, **kwargs)
+
+def _flavour_file_impl(ctx):
+    src = ctx.files.src[0]
+    out = ctx.actions.declare_file(ctx.attr.out or ctx.label.name)
+    ctx.actions.run_shell(
+        inputs = [src],
+        outputs = [out],
+        command = "cp \"$1\" \"$2\"",
+        arguments = [src.path, out.path],
+        mnemonic = "FlavourCopy",
+    )
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+flavour_file = rule(
+    implementation = _flavour_file_impl,
+    attrs = {
+        "src": attr.label(cfg = _flavour_transition, allow_files = True, mandatory = True),
+        "flavour": attr.string(mandatory = True, values = _FLAVOURS.keys()),
+        "out": attr.string(doc = "The output's name (default: the target's)."),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
+    },
+    doc = "`src` (one file: a shared library) rebuilt, with everything it links, for one flavour, under a name of its own.",
+)
