@@ -26,9 +26,7 @@
  *   - there is no 8-byte class: every object has room for the two words;
  *   - malloc(0) returns a unique address in memory mapped with no access,
  *     so reading or writing the zero bytes it owns faults; free and
- *     realloc know these addresses (harden_is_zero_size);
- *   - every large block is mapped on its own and unmapped when freed
- *     (page_cache.h, PC_DIRECT_MAP_BYTES): a use after free of one faults.
+ *     realloc know these addresses (harden_is_zero_size).
  *
  * Every layer calls the functions below and nothing else; in the default
  * build they compile to the plain link and nothing, so the fast path is
@@ -68,9 +66,6 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
 
 /* Sizes 1..8 use the 16-byte class: no object is too small for its tag. */
 #define HARDEN_TINY_CLASS 0
-
-/* Large blocks are mapped on their own (page_cache.h). */
-#define HARDEN_DIRECT_LARGE 1
 
 /* malloc(0): a unique address that faults when touched; NULL (errno
  * ENOMEM) if no address space is left for one. */
@@ -140,7 +135,6 @@ HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
 
 #define HARDEN_LINK_BYTES sizeof(void *)
 #define HARDEN_TINY_CLASS 1
-#define HARDEN_DIRECT_LARGE 0
 
 /* malloc(0) is the smallest class's object; nothing else is zero-sized. */
 HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }

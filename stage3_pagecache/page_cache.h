@@ -35,7 +35,6 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
-#include "common/harden.h"
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
 #include "stage3_pagecache/page_map.h"
@@ -52,10 +51,8 @@
  * address space, not memory. */
 #define PC_MIN_GROW_PAGES 128
 
-/* Blocks this big or bigger are mapped directly (see above). The hardened
- * build (common/harden.h) maps every large block directly: once freed it is
- * unmapped, so a use after free of one faults at once. */
-#define PC_DIRECT_MAP_BYTES (HARDEN_DIRECT_LARGE ? HC_MAX_SMALL_SIZE + 1 : (size_t)64 << 20)
+/* Blocks this big or bigger are mapped directly (see above). */
+#define PC_DIRECT_MAP_BYTES ((size_t)64 << 20)
 
 /* Largest request in pages the page cache accepts: beyond that the address
  * space (47 bits) cannot hold it, and page counts could overflow. */
