@@ -18,7 +18,18 @@
  *
  * To a memory checker a free object belongs to nobody (common/track.h), so
  * the link word is opened only for the instant the list reads or writes it:
- * every access to a free object goes through fl_next / fl_set_next. */
+ * every access to a free object goes through fl_next / fl_set_next.
+ *
+ * The hardened build (common/harden.h) stores the link encoded, checks it
+ * when it is read, and tags a free object so that freeing it again stops;
+ * in the default build those calls compile to the plain pointer.
+ *
+ * A double free the fast path lets through (it has no check) leaves an
+ * object on a list twice, the list looping back on itself. fl_pop_range,
+ * which every batch cut from a list goes through, stops the program when
+ * the cut ends inside such a cycle (of up to the batch's length), or leaves
+ * a list that is empty by its count but not by its head: a cycle never
+ * reaches another layer as a batch whose count lies. */
 #ifndef HC_FREE_LIST_H_
 #define HC_FREE_LIST_H_
 
@@ -26,6 +37,8 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/fatal.h"
+#include "common/harden.h"
 #include "common/track.h"
 
 typedef struct hc_free_list {
@@ -91,32 +104,45 @@ HC_INLINE void fl_set_limit(hc_free_list *list, uint32_t limit) {
     __atomic_store_n(&list->max_length, limit, __ATOMIC_RELAXED);
 }
 
-HC_INLINE void *fl_next(void *obj) {
-    track_internal_begin(obj, sizeof(void *));
-    void *next = *(void **)obj;
-    track_internal_end(obj, sizeof(void *));
+/* `t` is the slot's key (harden_slot_key; 0 and unused by default). */
+HC_INLINE void *fl_next_t(void *obj, uintptr_t t) {
+    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    void *next = harden_decode(obj, *(uintptr_t *)obj, t);
+    track_internal_end(obj, HARDEN_LINK_BYTES);
     return next;
 }
 
-HC_INLINE void fl_set_next(void *obj, void *next) {
-    track_internal_begin(obj, sizeof(void *));
-    *(void **)obj = next;
-    track_internal_end(obj, sizeof(void *));
+HC_INLINE void fl_set_next_t(void *obj, void *next, uintptr_t t) {
+    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    harden_store(obj, next, t);
+    track_internal_end(obj, HARDEN_LINK_BYTES);
 }
+
+HC_INLINE void *fl_next(void *obj) { return fl_next_t(obj, harden_slot_key(obj)); }
+
+HC_INLINE void fl_set_next(void *obj, void *next) { fl_set_next_t(obj, next, harden_slot_key(obj)); }
 
 HC_INLINE int fl_empty(const hc_free_list *list) { return list->head == NULL; }
 
 HC_INLINE void fl_push(hc_free_list *list, void *obj) {
-    fl_set_next(obj, list->head);
+    uintptr_t t = harden_slot_key(obj);
+    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    harden_check_not_free(obj, t); /* hardened: a double free stops here */
+    track_internal_end(obj, HARDEN_LINK_BYTES);
+    fl_set_next_t(obj, list->head, t);
     list->head = obj;
     fl_room_down(list);
 }
 
-/* Returns NULL when the list is empty. */
+/* Returns NULL when the list is empty. The object is the program's now:
+ * its free tag is cleared (hardened build). */
 HC_INLINE void *fl_pop(hc_free_list *list) {
     void *obj = list->head;
     if (HC_LIKELY(obj != NULL)) {
         list->head = fl_next(obj);
+        track_internal_begin(obj, HARDEN_LINK_BYTES);
+        harden_clear_tag(obj);
+        track_internal_end(obj, HARDEN_LINK_BYTES);
         fl_room_up(list);
     }
     return obj;
@@ -140,8 +166,20 @@ HC_INLINE uint32_t fl_pop_range(hc_free_list *list, uint32_t n, void **first, vo
         taken++;
     }
     if (tail != NULL) fl_set_next(tail, NULL);
+    /* A node met twice (a double free the fast path let through) means a
+     * cycle, and the cut ends inside it: then what is left of the list
+     * leads back to the cut's tail within `taken` links. */
+    uint32_t steps = 0;
+    for (void *p = obj; p != NULL && steps < taken; p = fl_next(p), steps++)
+        if (HC_UNLIKELY(p == tail))
+            hc_fatal_pointer_why("free(): double free detected of", tail,
+                                 "a thread's free list holds it twice");
     list->head = obj;
     fl_set_room(list, list->room + taken);
+    /* Empty by its count, yet a head: mallocs have popped into a cycle. */
+    if (HC_UNLIKELY(obj != NULL && fl_length(list) == 0))
+        hc_fatal_pointer_why("free(): double free detected of", obj,
+                             "a thread's free list holds it more often than its count says");
     *first = taken ? head : NULL;
     *last = tail;
     return taken;

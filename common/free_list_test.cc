@@ -42,4 +42,46 @@ TEST(FreeList, RangesMoveWithTheirLength) {
     EXPECT_EQ(last, nullptr);
 }
 
+// Double frees the fast path let through, found when the list is cut.
+// (16-byte aligned objects, two words each: what the hardened link wants.)
+struct alignas(16) Obj {
+    void *words[2];
+};
+
+TEST(FreeListDeathTest, ACutThatEndsInACycleStops) {
+    Obj x, a, b;
+    hc_free_list list = {};
+    fl_push(&list, &a);
+    fl_push(&list, &b);
+    fl_push(&list, &a); // a;b;a: a -> b -> a -> ...
+    fl_push(&list, &x);
+    void *first, *last;
+    EXPECT_DEATH(fl_pop_range(&list, 3, &first, &last),
+                 "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(a thread's free list holds it twice\\)");
+    EXPECT_DEATH(fl_pop_range(&list, 4, &first, &last), "holds it twice");
+}
+
+TEST(FreeListDeathTest, AListEmptyByItsCountButWithAHeadStops) {
+    Obj p;
+    hc_free_list list = {};
+    fl_push(&list, &p);
+    fl_push(&list, &p); // p -> p
+    EXPECT_EQ(fl_pop(&list), &p);
+    EXPECT_EQ(fl_pop(&list), &p); // count 0, head p
+    void *first, *last;
+    EXPECT_DEATH(fl_pop_range(&list, 0, &first, &last),
+                 "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(a thread's free list holds it more often");
+}
+
+TEST(FreeList, ACutOfAnHonestListTouchesNothingElse) {
+    Obj objs[8];
+    hc_free_list list = {};
+    for (auto &o : objs) fl_push(&list, &o);
+    void *first, *last;
+    EXPECT_EQ(fl_pop_range(&list, 3, &first, &last), 3u);
+    EXPECT_EQ(fl_length(&list), 5u);
+    EXPECT_EQ(fl_pop_range(&list, 5, &first, &last), 5u);
+    EXPECT_TRUE(fl_empty(&list));
+}
+
 }  // namespace

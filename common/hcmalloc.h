@@ -30,6 +30,8 @@ typedef struct hc_stats {
     size_t released_bytes;        /* free spans given back to the OS, address kept (stage 4) */
     size_t os_mapped_bytes;       /* everything mapped from the OS now, metadata included */
     size_t metadata_bytes;        /* of which: the allocator's own records (pool, page map) */
+    size_t oom_rescues;           /* calls that failed for memory, then succeeded once the
+                                     allocator gave back what it cached (stage 3+) */
 } hc_stats;
 
 /* Returns a block of at least `size` bytes, 16-byte aligned when size >= 16

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/harden.h" /* HARDEN_TINY_CLASS: the hardened build has no 8-byte class */
 
 #define HC_PAGE_SHIFT      13                       /* the allocator's page: 8 KiB */
 #define HC_PAGE_SIZE       ((size_t)1 << HC_PAGE_SHIFT)
@@ -49,7 +50,7 @@ extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
  * k = 9 (513..1024); size_class_test checks that the two agree for every
  * size. */
 #define SC_CLASS_OF(s)                          \
-    ((s) <= 8     ? 1                           \
+    ((s) <= 8 && HARDEN_TINY_CLASS ? 1          \
      : (s) <= 256 ? (((s) + 15) >> 4) + 1       \
      : (s) <= 512 ? 10 + (((s) - 1) >> 5)       \
                   : 18 + (((s) - 1) >> 6))

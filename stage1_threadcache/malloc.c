@@ -68,9 +68,12 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     tc_cache *tc = tc_get_or_create();
     if (tc == NULL)
         return NULL; /* errno = ENOMEM */
+    harden_init(); /* before the first link is written (common/harden.h) */
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
     if (obj == NULL)
         obj = tc_refill(tc, cls);
+    if (obj != NULL)
+        harden_clear_tag(obj); /* a refill's first object skips fl_pop */
     track_alloc(obj, size, 0); /* NULL: nothing */
     return obj;
 }
@@ -87,6 +90,11 @@ static HC_NOINLINE void free_slow(void *ptr, size_t size) {
     unsigned cls = sc_index(size);
     int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
+    /* The fast path cannot afford this compare; here it is free. Pushed
+     * again, the list's head would link to itself. */
+    if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
+        hc_fatal_pointer_why("free(): double free detected of", ptr,
+                             "it is the last block this thread freed");
     if (tc == NULL)
         tc_free_without_cache(ptr, cls);
     else if (!tc_try_free(tc, cls, ptr))

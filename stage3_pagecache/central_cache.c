@@ -33,6 +33,7 @@
 
 #include "common/fatal.h"
 #include "common/free_list.h"
+#include "common/harden.h"
 #include "common/size_class.h"
 #include "common/trace.h"
 #include "common/track.h"
@@ -97,21 +98,22 @@ static void cc_set_batch_count(cc_bucket *bucket, uint32_t count) {
     __atomic_store_n(&bucket->batch_count, count, __ATOMIC_RELAXED);
 }
 
-/* Takes a span for class `cls` from the page cache, links all of its
- * objects, in address order, into the span's free list, and writes the class
- * of its pages into the page map. Runs without any lock: nobody else knows
- * the span yet. NULL when the OS refused memory. */
+/* Takes a span for class `cls` from the page cache and writes the class
+ * of its pages into the page map. Its objects are carved lazily, in address
+ * order, by cc_take (span.h, `carved`). Runs without any lock: nobody else
+ * knows the span yet. NULL when the OS refused memory. */
 static hc_span *cc_carve_new_span(unsigned cls) {
     hc_span *span = pc_alloc_span(sc_span_pages(cls), cls);
     if (span == NULL)
         return NULL;
-    size_t size = span->object_size;
-    char *obj = span_start(span);
-    for (uint32_t i = 0; i + 1 < span->object_count; i++, obj += size)
-        fl_set_next(obj, obj + size);
-    fl_set_next(obj, NULL);
-    span->free_objects = span_start(span);
+    span->free_objects = NULL;
+    span->carved = 0;
     span->free_count = span->object_count;
+    /* Hardened (common/harden.h): every slot carries its free tag from the
+     * start, so a free of one never handed out stops at the call. */
+    if (HC_HARDENED)
+        for (uint32_t i = 0; i < span->object_count; i++)
+            fl_set_next(span_start(span) + (size_t)i * span->object_size, NULL);
     pm_set_class_range(span->start_page, span->page_count, cls);
     return span;
 }
@@ -134,9 +136,14 @@ static uint32_t cc_take(cc_bucket *bucket, uint32_t want, void **first, void **l
         hc_span *span = bucket->spans.next;
         if (span->objects_in_use == 0)
             bucket->empty_spans--; /* the spare is in use again */
-        while (got < want && span->free_objects != NULL) {
+        while (got < want && span->free_count > 0) {
+            /* Objects that came back first (warm in some cache), then the
+             * next never-used slot. */
             void *obj = span->free_objects;
-            span->free_objects = fl_next(obj);
+            if (obj != NULL)
+                span->free_objects = fl_next(obj);
+            else
+                obj = span_start(span) + (size_t)span->carved++ * span->object_size;
             fl_set_next(obj, NULL);
             if (tail != NULL)
                 fl_set_next(tail, obj);
@@ -147,7 +154,7 @@ static uint32_t cc_take(cc_bucket *bucket, uint32_t want, void **first, void **l
             span->objects_in_use++; /* the reference the page cache must wait for */
             got++;
         }
-        if (span->free_objects == NULL) {
+        if (span->free_count == 0) {
             span_list_remove(span);
             span->in_bucket_list = 0;
         }
@@ -186,6 +193,23 @@ static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **first, 
     return got;
 }
 
+/* Hardened build (common/harden.h): every object of a chain that crosses
+ * the central cache lies in a small span of its class, by the page map.
+ * The default build checks objects only where it reads their spans. */
+static void cc_check_chain(unsigned cls, void *first, uint32_t n) {
+    if (!HC_HARDENED)
+        return;
+    void *obj = first;
+    for (uint32_t i = 0; i < n; i++) {
+        harden_check_class(obj, cls, pm_class_of(obj));
+        if (((uintptr_t)obj & pm_align_mask[cls]) != 0 || pc_span_of(obj) == NULL ||
+            span_object_index(pc_span_of(obj), obj) < 0)
+            hc_fatal_pointer_why("malloc(): corrupted free list at", obj,
+                                 "a link points inside an object, not at its start");
+        obj = i + 1 < n ? fl_next(obj) : NULL;
+    }
+}
+
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
@@ -194,6 +218,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     if (got > 0) {
         hc_lock_release(&bucket->lock);
         fl_set_next(*last, NULL); /* ours now: no other thread reads it */
+        cc_check_chain(cls, *first, got);
         return got;
     }
     got = cc_take(bucket, want, first, last);
@@ -286,6 +311,18 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
                 hc_lock_release(&bucket->lock);
                 hc_fatal_pointer_why("free(): invalid pointer", objs[i], HC_CORRUPT_LIST_WHY); /* already home */
             }
+            if (HC_UNLIKELY(span_object_index(span, objs[i]) >= span->carved)) {
+                hc_lock_release(&bucket->lock);
+                hc_fatal_pointer_why("free(): invalid pointer", objs[i],
+                                     "a slot of its span that was never handed out");
+            }
+            /* The cheap half of "already home": the last object to come
+             * back to this span is this one (a double free whose two copies
+             * travelled together). A full check needs a bit per object. */
+            if (HC_UNLIKELY(span->free_objects == objs[i])) {
+                hc_lock_release(&bucket->lock);
+                hc_fatal_pointer_why("free(): double free detected of", objs[i], HC_CORRUPT_LIST_WHY);
+            }
             fl_set_next(objs[i], span->free_objects);
             span->free_objects = objs[i];
             span->free_count++;
@@ -333,6 +370,7 @@ static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     HC_TRACE(HC_TRACE_CC_RETURN, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
+    cc_check_chain(cls, first, n);
     /* Whole batches go to the transfer cache while it has room: the next
      * cc_fetch of this class hands each out as it is. A longer chain (a
      * list trimmed by more than a batch) is cut into batches first. */

@@ -356,8 +356,8 @@ TEST(SpanRefcountDeathTest, AnObjectReturnedToTheWrongClassAborts) {
     EXPECT_DEATH(Return(cls, static_cast<char *>(objs[0]) + 16), "hcmalloc: free\\(\\): invalid pointer 0x");
     Return(cls, objs[0]);
     EXPECT_DEATH(Return(cls, objs[0]); Return(cls, objs[1]); Return(cls, objs[1]),
-                 "hcmalloc: free\\(\\): invalid pointer 0x")
-        << "a span whose count is already zero cannot take an object back";
+                 "hcmalloc: free\\(\\): double free detected of 0x")
+        << "the object a span took back last cannot come back again";
     Return(cls, objs[1]);
 }
 

@@ -16,4 +16,10 @@ void hc_layer_on_malloc_slow(void);
 /* The body of hc_release_free_memory: give free memory back to the OS. */
 void hc_layer_release_free_memory(void);
 
+/* The OS refused memory: give back what the allocator caches (this
+ * thread's lists, the transfer caches, spare spans, and in stage 4 free
+ * mappings) so that one retry can reuse it. Returns nonzero if the caller
+ * should retry. Runs on the failing call's slow path, no lock held. */
+int hc_layer_reclaim_for_retry(void);
+
 #endif /* HC_LAYER_HOOKS_H_ */

@@ -28,6 +28,7 @@
 
 #include "common/compiler.h"
 #include "common/fatal.h"
+#include "common/harden.h"
 #include "common/hcmalloc.h"
 #include "common/os.h"
 #include "common/pool.h"
@@ -108,6 +109,24 @@ HC_INLINE void note_free_unsized(void *p, unsigned cls) {
     track_free(p, sc_size(cls));
 }
 
+/* A list the fast path found empty must say so: a count left over means a
+ * cycle (a double free) was popped through. */
+static void check_empty_list(const hc_free_list *list) {
+    if (HC_UNLIKELY(fl_length(list) != 0))
+        hc_fatal_pointer_why("malloc(): corrupted free list at", list,
+                             "its count says objects are left: a double free or a write after free");
+}
+
+/* ---- Out of memory: rescues (layer_hooks.h) ------------------------------------- */
+
+/* Calls whose retry after hc_layer_reclaim_for_retry succeeded (hc_stats). */
+static size_t oom_rescues;
+
+static void note_rescue(const void *obj) {
+    if (obj != NULL)
+        __atomic_fetch_add(&oom_rescues, 1, __ATOMIC_RELAXED); /* slow path: out of memory */
+}
+
 /* ---- Large objects: whole spans from the page cache ----------------------------- */
 
 /* Pages for a block of `size` bytes; 0 when no span could be that long. */
@@ -126,6 +145,10 @@ static void *large_alloc(size_t size, size_t align_pages) {
     }
     hc_span *span = align_pages > 1 ? pc_alloc_span_aligned(pages, align_pages)
                                     : pc_alloc_span(pages, 0);
+    if (span == NULL && hc_layer_reclaim_for_retry()) {
+        span = align_pages > 1 ? pc_alloc_span_aligned(pages, align_pages) : pc_alloc_span(pages, 0);
+        note_rescue(span);
+    }
     if (span == NULL)
         return NULL; /* errno = ENOMEM from the page cache */
     note_alloc(span_start(span), size, span->direct);
@@ -148,8 +171,12 @@ static void large_free(hc_span *span) {
 /* ---- Slow paths -------------------------------------------------------------- */
 
 static HC_NOINLINE void *malloc_slow(size_t size) {
-    if (size == 0)
+    if (size == 0) {
+        void *zero = harden_zero_size_alloc(); /* hardened: an address that faults */
+        if (zero != NULL || HC_HARDENED)
+            return zero;
         size = 1; /* a unique, freeable pointer: the smallest class */
+    }
     if (size > HC_MAX_SMALL_SIZE)
         return large_alloc(size, 1);
     unsigned cls = sc_index(size);
@@ -157,11 +184,22 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     if (tc == NULL)
         return NULL; /* errno = ENOMEM */
     hc_layer_on_malloc_slow(); /* stage 4: the fork handlers (layer_hooks.h) */
+    harden_init();             /* before the first link is written */
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
-    if (obj == NULL)
+    if (obj == NULL) {
+        check_empty_list(&tc->lists[cls]);
         obj = tc_refill(tc, cls);
-    if (obj != NULL)
+    }
+    if (obj == NULL && hc_layer_reclaim_for_retry()) {
+        /* Out of memory while the allocator caches some: once more, now
+         * that the caches went back (layer_hooks.h). */
+        obj = tc_refill(tc, cls);
+        note_rescue(obj);
+    }
+    if (obj != NULL) {
+        harden_clear_tag(obj); /* a refill's first object skips fl_pop */
         note_alloc(obj, size, 0);
+    }
     return obj;
 }
 
@@ -169,6 +207,11 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
 static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
     int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
+    /* The fast path cannot afford this compare; here it is free. Pushed
+     * again, the list's head would link to itself. */
+    if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
+        hc_fatal_pointer_why("free(): double free detected of", ptr,
+                             "it is the last block this thread freed");
     if (tc == NULL)
         tc_free_without_cache(ptr, cls);
     else if (!tc_try_free(tc, cls, ptr))
@@ -183,7 +226,7 @@ static HC_NOINLINE void free_small_sized_slow(void *ptr, size_t size) {
 }
 
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
-    if (ptr == NULL)
+    if (ptr == NULL || harden_is_zero_size(ptr))
         return;
     if (size == 0)
         size = 1;
@@ -206,7 +249,7 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
  * invalid pointer (not ours, inside a free span, or, on a small page, not
  * aligned for the page's class). */
 static HC_NOINLINE void free_unsized_slow(void *ptr) {
-    if (ptr == NULL)
+    if (ptr == NULL || harden_is_zero_size(ptr))
         return;
     if (pm_class_of(ptr) != 0)
         hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
@@ -299,7 +342,7 @@ static hc_span *block_span(void *ptr, const char *what) {
 }
 
 HC_EXPORT size_t hc_usable_size(const void *ptr) {
-    if (ptr == NULL)
+    if (ptr == NULL || harden_is_zero_size(ptr))
         return 0;
     void *p = (void *)(uintptr_t)ptr;
     size_t usable = block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
@@ -348,6 +391,8 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     if (ptr == NULL)
         return hc_malloc(size);
+    if (harden_is_zero_size(ptr)) /* hardened malloc(0): no bytes to copy */
+        return size == 0 ? NULL : hc_malloc(size);
     hc_span *span = block_span(ptr, "realloc(): invalid pointer");
     if (size == 0) {
         hc_free(ptr);
@@ -409,6 +454,7 @@ HC_EXPORT void hc_get_stats(hc_stats *out) {
     pc_collect_stats(out); /* free spans, and large blocks in use */
     out->os_mapped_bytes = os_mapped_bytes();
     out->metadata_bytes = pool_mapped_bytes(); /* span records, page-map nodes, caches */
+    out->oom_rescues = __atomic_load_n(&oom_rescues, __ATOMIC_RELAXED);
 }
 
 HC_EXPORT const char *hc_stage_name(void) { return HC_STRINGIFY(HC_STAGE_NAME); }

@@ -71,7 +71,13 @@ typedef struct hc_span {
     uint8_t in_bucket_list;  /* SPAN_SMALL: on its bucket's list of spans with free objects */
     /* SPAN_SMALL geometry, fixed while the span is SPAN_SMALL. */
     uint32_t object_size;
-    uint32_t object_count;
+    uint16_t object_count;   /* at most 1024 (a page of 8-byte objects) */
+    /* SPAN_SMALL, under the bucket lock: objects [0, carved) have been
+     * handed out at least once (they are in use or on free_objects); the
+     * rest were never touched. So a free of a slot at or past it is caught
+     * when the slot comes home, and a new span costs no pass over its
+     * objects. */
+    uint16_t carved;
     uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
     /* SPAN_SMALL, under the bucket lock: objects not handed out, and the
      * reference count of those that are. */

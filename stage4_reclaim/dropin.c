@@ -10,7 +10,9 @@
  * See docs/dropin.md. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -69,18 +71,16 @@ HC_EXPORT void *aligned_alloc(size_t alignment, size_t size) {
     return hc_aligned_alloc(alignment, size);
 }
 
-/* POSIX: reports through the return value, never errno, and leaves
- * *memptr alone on failure. */
+/* POSIX: reports through the return value and leaves *memptr alone on
+ * failure. errno as glibc leaves it (tst-malloc-thread-fail checks it): an
+ * invalid alignment does not touch it, a failure for memory leaves ENOMEM,
+ * as the allocation underneath set it. */
 HC_EXPORT int posix_memalign(void **memptr, size_t alignment, size_t size) {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment % sizeof(void *) != 0)
         return EINVAL;
-    int saved_errno = errno;
     void *p = hc_aligned_alloc(alignment, size);
-    if (p == NULL) {
-        int err = errno;
-        errno = saved_errno;
-        return err;
-    }
+    if (p == NULL)
+        return errno;
     *memptr = p;
     return 0;
 }
@@ -154,8 +154,34 @@ HC_EXPORT struct mallinfo2 mallinfo2(void) {
     return info;
 }
 
-/* glibc prints its arena report on stderr; ours is hcmalloc's. */
-HC_EXPORT void malloc_stats(void) { hc_print_stats(STDERR_FILENO); }
+/* The old mallinfo: mallinfo2's figures in ints, each clamped at INT_MAX
+ * (glibc truncates instead; a clamped figure at least stays an upper bound
+ * of nothing and never goes negative). Programs that still call it get
+ * hcmalloc's figures, not glibc's report of a heap nobody uses. */
+static int clamp_to_int(size_t v) { return v > INT_MAX ? INT_MAX : (int)v; }
+
+HC_EXPORT struct mallinfo mallinfo(void) {
+    struct mallinfo2 wide = mallinfo2();
+    struct mallinfo info;
+    memset(&info, 0, sizeof info);
+    info.arena = clamp_to_int(wide.arena);
+    info.uordblks = clamp_to_int(wide.uordblks);
+    info.fordblks = clamp_to_int(wide.fordblks);
+    info.keepcost = clamp_to_int(wide.keepcost);
+    info.hblkhd = clamp_to_int(wide.hblkhd);
+    return info;
+}
+
+/* glibc prints its arena report on stderr; ours is hcmalloc's. write(2)
+ * is a cancellation point: with a cancel pending, the first write would
+ * end the thread and print nothing, so cancellation waits until the report
+ * is out (glibc's malloc_stats does the same). */
+HC_EXPORT void malloc_stats(void) {
+    int old_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+    hc_print_stats(STDERR_FILENO);
+    pthread_setcancelstate(old_state, NULL);
+}
 
 /* HCMALLOC_STATS=1: the report at exit. A destructor of the preloaded
  * library runs after the program's own destructors and atexit handlers,

@@ -12,7 +12,7 @@ expected=(
     hc_dump_heap_svg # the heap-map tool's entry (stage3_pagecache/heap_map.h)
     malloc free calloc realloc reallocarray memalign aligned_alloc
     posix_memalign valloc pvalloc malloc_usable_size free_sized
-    free_aligned_sized malloc_trim malloc_stats mallinfo2
+    free_aligned_sized malloc_trim malloc_stats mallinfo mallinfo2
     __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
 )
 # Defined, global, dynamic symbols: functions and data (not the version node).

@@ -4,6 +4,7 @@
  * May touch: every layer's locks (through tc_fork_lock, cc_bucket_lock,
  * pc_lock_all), nothing else. */
 #include <pthread.h>
+#include <sys/single_threaded.h>
 
 #include "common/compiler.h"
 #include "common/lock.h"
@@ -12,7 +13,24 @@
 #include "stage3_pagecache/page_cache.h"
 #include "stage4_reclaim/reclaim.h"
 
+/* Forks this thread is inside of (prepare done, parent/child not yet), and
+ * how many of those took no lock. A fork nested in one (from a signal
+ * handler) takes none: this thread holds, or is taking or dropping, every
+ * lock already, and waiting for one it holds never ends. */
+static HC_THREAD_LOCAL unsigned fork_depth;
+static HC_THREAD_LOCAL unsigned fork_depth_unlocked;
+
 void hc_fork_prepare(void) {
+    /* glibc's rule: a single-threaded process has nobody to wait for. Only
+     * this thread can be inside the allocator, interrupted by the signal
+     * whose handler forks (tst-mallocfork2); the child is a copy of it, and
+     * finishes what it was doing when the handler returns. */
+    if (__libc_single_threaded || fork_depth > 0) {
+        fork_depth++;
+        fork_depth_unlocked++;
+        return;
+    }
+    fork_depth++;
     tc_fork_lock();
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
         hc_lock_acquire(cc_bucket_lock(cls));
@@ -24,13 +42,21 @@ void hc_fork_prepare(void) {
 }
 
 /* The reverse order. In the child the one thread left is the copy of the
- * one that locked, so it may unlock (the mutexes are plain ones). */
+ * one that locked, so it may unlock (the mutexes are plain ones). The depth
+ * drops last: a fork from a signal handler while the locks are still being
+ * released nests, and takes none. */
 static void hc_fork_release(void) {
-    hc_lock_fork_owner = 0;
+    if (fork_depth_unlocked > 0) {
+        fork_depth_unlocked--;
+        fork_depth--;
+        return;
+    }
+    hc_lock_fork_owner = 0; /* so that the unlocks below happen */
     pc_unlock_all();
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
         hc_lock_release(cc_bucket_lock(cls));
     tc_fork_unlock();
+    fork_depth--;
 }
 
 void hc_fork_parent(void) { hc_fork_release(); }

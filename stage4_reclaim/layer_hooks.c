@@ -11,7 +11,9 @@
  *     the central cache keeps back to the page cache (as stage 3 does), and
  *     every free page of the page cache back to the OS (pc_release_all);
  *   - hc_get_stats is unchanged: the page cache fills released_bytes once
- *     stage 4's release policy (page_release.c) gives pages back.
+ *     stage 4's release policy (page_release.c) gives pages back;
+ *   - out of memory, the retry first gets everything hc_release_free_memory
+ *     gives back.
  * May touch: the thread cache (tc_flush_current), the central cache
  * (cc_release_cached), the page cache (pc_release_all), fork.c. */
 #include "stage1_threadcache/thread_cache.h"
@@ -30,4 +32,12 @@ void hc_layer_release_free_memory(void) {
     tc_flush_current();
     cc_release_cached();
     pc_release_all();
+}
+
+/* Out of memory: everything hc_release_free_memory gives back, so that the
+ * retry finds the pages (or, under an address-space limit, the room for a
+ * new mapping: whole free mappings are unmapped). */
+int hc_layer_reclaim_for_retry(void) {
+    hc_layer_release_free_memory();
+    return 1;
 }

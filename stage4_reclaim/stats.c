@@ -92,6 +92,8 @@ size_t hc_format_stats(char *buf, size_t size) {
     put_number(&t, c.direct_spans, 14);
     put(&t, "\nmadvise calls (releases)           ");
     put_number(&t, pc_release_calls(), 14);
+    put(&t, "\nout-of-memory rescues (retries won)  ");
+    put_number(&t, s.oom_rescues, 12);
     put(&t, "\n(each layer counted under its own lock: the figures are not one instant)\n");
     put(&t, "------------------------------------------------------------\n");
     return t.len;

@@ -10,6 +10,7 @@ every flavour with no command-line flags:
             memcheck (the binary is run by a `runner`, tests/valgrind_test.sh)
   debug     what --config=debug builds: -O0 and -DHC_DEBUG=1 (double free and
             wrong-size checks)
+  hardened  what --config=hardened builds: -DHC_HARDENED=1 (common/harden.h)
 
 The checkers exclude each other, so a checker flavour first drops any
 sanitizer that came from the command line (`bazel test --config=asan //...`
@@ -53,10 +54,22 @@ _FLAVOURS = {
         no_aslr = False,
         options = None,
     ),
+    "hardened": struct(
+        copts = ["-DHC_HARDENED=1"],
+        linkopts = [],
+        compilation_mode = None,
+        checker = False,
+        no_aslr = False,
+        options = None,
+    ),
 }
 
-# Flags a checker flavour removes from what the command line gave.
-_CHECKER_FLAGS = ["-DHC_ASAN=1", "-DHC_TSAN=1", "-DHC_TRACK_VALGRIND=1"]
+# Flags a checker flavour removes from what the command line gave. The
+# hardened build's too: a checker owns free memory (it poisons it, or
+# watches every byte of it), and the hardened tags in free objects would
+# only stand in its way (`bazel test --config=hardened` still builds the
+# checker flavours as themselves).
+_CHECKER_FLAGS = ["-DHC_ASAN=1", "-DHC_TSAN=1", "-DHC_TRACK_VALGRIND=1", "-DHC_HARDENED=1"]
 
 def _without_checkers(flags):
     return [f for f in flags if not f.startswith("-fsanitize") and f not in _CHECKER_FLAGS]
@@ -161,3 +174,32 @@ def tsan_test(name, binary, test_env = {}, **kwargs):
 def debug_test(name, binary, test_env = {}, **kwargs):
     """Runs `binary` built as --config=debug builds it (-O0, HC_DEBUG=1)."""
     flavour_test(name = name, flavour = "debug", binary = binary, test_env = test_env, **kwargs)
+
+def hardened_test(name, binary, test_env = {}, **kwargs):
+    """Runs `binary` built as --config=hardened builds it (HC_HARDENED=1)."""
+    flavour_test(name = name, flavour = "hardened", binary = binary, test_env = test_env, **kwargs)
+
+def _flavour_file_impl(ctx):
+    src = ctx.files.src[0]
+    out = ctx.actions.declare_file(ctx.attr.out or ctx.label.name)
+    ctx.actions.run_shell(
+        inputs = [src],
+        outputs = [out],
+        command = "cp \"$1\" \"$2\"",
+        arguments = [src.path, out.path],
+        mnemonic = "FlavourCopy",
+    )
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+flavour_file = rule(
+    implementation = _flavour_file_impl,
+    attrs = {
+        "src": attr.label(cfg = _flavour_transition, allow_files = True, mandatory = True),
+        "flavour": attr.string(mandatory = True, values = _FLAVOURS.keys()),
+        "out": attr.string(doc = "The output's name (default: the target's)."),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
+    },
+    doc = "`src` (one file: a shared library) rebuilt, with everything it links, for one flavour, under a name of its own.",
+)

@@ -12,6 +12,9 @@
 # cost of one steady-state pair: the one-time cost of the first, slow pair
 # (creating the thread cache, the refill) cancels out.
 #
+# HC_CONFIG=hardened (any .bazelrc config) counts that build instead, e.g.
+# the hardened build's pair (common/harden.h, docs/design.md section 6).
+#
 # STAGE=stage4_reclaim_trace counts stage 4 with the tier-traffic trace on
 # (common/trace.h). Without it the trace's lines are empty statements: the
 # plain stages' counts are the same with and without them (docs/stage3.md,
@@ -31,7 +34,7 @@ pairs_a=1000
 pairs_b=11000
 bin=bazel-bin/tools/figures/fastpath_loop_$stage
 
-bazel build --config=opt "//tools/figures:fastpath_loop_$stage" >&2
+bazel build --config=opt ${HC_CONFIG:+--config=$HC_CONFIG} "//tools/figures:fastpath_loop_$stage" >&2
 
 # collect FUNCTION... PAIRS: instructions executed inside the functions.
 collect() {

@@ -1,0 +1,151 @@
+/* common/harden.h — the hardened build (HC_HARDENED=1, `--config=hardened`,
+ * libhcmalloc_hardened.so): what it adds, in one place.
+ *
+ * Heap exploits turn a mistake (a write after free, an overflow into a free
+ * neighbour, a double free) into "malloc returns the address I chose": they
+ * forge the link word of a free object. The hardened build makes that link,
+ * and the free state itself, something the program cannot fake:
+ *
+ *   - every free-list link is stored encoded, word0 = next ^ t with
+ *     t = key ^ slot (a per-process random key and the slot's own address:
+ *     glibc's safe-linking idea, with a secret instead of ASLR alone). A
+ *     forged word decodes to garbage, which the check below rejects before
+ *     the allocator follows it or hands it out;
+ *   - every decoded link is checked: a user-space address (bits 47..63
+ *     zero) aligned to 16. The key's top bits are never all zero, so an
+ *     attacker's raw address, or a zeroed link, always fails; a random
+ *     guess passes once in 2^21. Lists cut, merged or fetched on slow paths
+ *     are also checked against the page map (the object lies in a small
+ *     span of the list's class: central_cache.c);
+ *   - a free object carries a tag in its second word (word1 = t), which
+ *     malloc clears: free of an object whose tag is set is a double free,
+ *     confirmed in O(1) by its link decoding to a valid pointer, and stops
+ *     at the call (glibc's tcache key, without its list walk). A slot never
+ *     handed out is tagged from the moment it is carved, so its free stops
+ *     too;
+ *   - there is no 8-byte class: every object has room for the two words;
+ *   - malloc(0) returns a unique address in memory mapped with no access,
+ *     so reading or writing the zero bytes it owns faults; free and
+ *     realloc know these addresses (harden_is_zero_size).
+ *
+ * Every layer calls the functions below and nothing else; in the default
+ * build they compile to the plain link and nothing, so the fast path is
+ * unchanged (tools/count_fastpath.sh). Cost in the hardened build: see
+ * docs/design.md, section 6.
+ * May touch: the first two words of free objects; the key (harden.c). */
+#ifndef HC_HARDEN_H_
+#define HC_HARDEN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+
+#ifndef HC_HARDENED
+#define HC_HARDENED 0
+#endif
+
+/* Prints "hcmalloc: <what> 0x<slot> (<why>)" and aborts (fatal.c); the
+ * same declaration as fatal.h's, repeated so this header stands alone. */
+__attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, const void *addr,
+                                                          const char *why);
+
+#if HC_HARDENED
+
+/* Bytes of a free object the allocator writes: the link and the tag. */
+#define HARDEN_LINK_BYTES (2 * sizeof(void *))
+
+/* Sizes 1..8 use the 16-byte class: no object is too small for its tag. */
+#define HARDEN_TINY_CLASS 0
+
+/* malloc(0): a unique address that faults when touched; NULL (errno
+ * ENOMEM) if no address space is left for one. */
+void *harden_zero_size_alloc(void);
+
+/* Whether `p` came from harden_zero_size_alloc (free: nothing to do). */
+int harden_is_zero_size(const void *p);
+
+/* A decoded link with any of these bits set is not one the allocator wrote. */
+#define HARDEN_BAD_LINK_BITS (~(((uintptr_t)1 << 47) - 1) | (uintptr_t)15)
+
+/* Random, set once before the first link is written (harden_init), then
+ * only read. Hidden on the declaration too: in the drop-in (-fPIC) a plain
+ * extern is reached through the GOT, one load more on every malloc and free. */
+extern uintptr_t hc_harden_key __attribute__((visibility("hidden")));
+
+/* Sets the key if it is not set yet. Every malloc slow path calls it, and
+ * a link is first written on one (carving a span or a chunk). */
+void harden_init(void);
+
+/* The slot's own secret: encodes its link, and is its "free" tag. A plain
+ * load: the key is written once, before this thread's first link, by
+ * harden_init on this thread's first slow path (an acquire load there, or
+ * the store itself, orders it). */
+HC_INLINE uintptr_t harden_slot_key(const void *slot) { return hc_harden_key ^ (uintptr_t)slot; }
+
+/* Cold ends, which never return: so the fast path that may reach them
+ * saves no register and keeps no frame for them. */
+__attribute__((noreturn, cold)) void harden_corrupt_link(const void *slot);
+__attribute__((noreturn, cold)) void harden_free_of_free(const void *slot);
+
+HC_INLINE void *harden_decode(const void *slot, uintptr_t stored, uintptr_t t) {
+    uintptr_t next = stored ^ t;
+    if (HC_UNLIKELY(next & HARDEN_BAD_LINK_BITS))
+        harden_corrupt_link(slot);
+    return (void *)next;
+}
+
+/* A link written: the object is free from now on. */
+HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
+    ((uintptr_t *)slot)[0] = (uintptr_t)next ^ t;
+    ((uintptr_t *)slot)[1] = t;
+}
+
+/* Free of `slot`: its tag says whether it is free already. Program data
+ * equal to key ^ slot is a 2^-64 chance; a free object's link also decodes
+ * to a valid pointer, which confirms it (in O(1): no list is walked). */
+HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
+    if (HC_UNLIKELY(((uintptr_t *)slot)[1] == t) &&
+        ((((uintptr_t *)slot)[0] ^ t) & HARDEN_BAD_LINK_BITS) == 0)
+        harden_free_of_free(slot);
+}
+
+/* The program gets `slot`: it is no longer free. */
+HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+
+/* A pointer a list yielded on a slow path: `found` is the class of its page
+ * (the page map), `want` the list's. Not evaluated in the default build. */
+#define harden_check_class(slot, want, found)                                               \
+    do {                                                                                    \
+        if (HC_UNLIKELY((unsigned)(found) != (unsigned)(want)))                             \
+            hc_fatal_pointer_why("malloc(): corrupted free list at", (slot),                \
+                                 "a link points outside the small spans of its class");     \
+    } while (0)
+
+#else /* !HC_HARDENED: the plain link, and nothing else */
+
+#define HARDEN_LINK_BYTES sizeof(void *)
+#define HARDEN_TINY_CLASS 1
+
+/* malloc(0) is the smallest class's object; nothing else is zero-sized. */
+HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }
+HC_INLINE int harden_is_zero_size(const void *p) { (void)p; return 0; }
+
+HC_INLINE void harden_init(void) {}
+HC_INLINE uintptr_t harden_slot_key(const void *slot) { (void)slot; return 0; }
+HC_INLINE void *harden_decode(const void *slot, uintptr_t stored, uintptr_t t) {
+    (void)slot;
+    (void)t;
+    return (void *)stored;
+}
+HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
+    (void)t;
+    *(void **)slot = next;
+}
+HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) { (void)slot; (void)t; }
+HC_INLINE void harden_clear_tag(void *slot) { (void)slot; }
+#define harden_check_class(slot, want, found) ((void)0)
+
+#endif /* HC_HARDENED */
+
+#endif /* HC_HARDEN_H_ */

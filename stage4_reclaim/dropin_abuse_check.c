@@ -1,0 +1,133 @@
+/* stage4_reclaim/dropin_abuse_check.c CASE — one heap-misuse pattern (the
+ * how2heap catalogue's first steps, tests/heap_abuse_test.cc's set) through
+ * the C malloc names, for :dropin_abuse_test to run under the default and
+ * the hardened drop-in. Prints NOT_CAUGHT if the mistake went through (as
+ * mimalloc-bench's security programs do); an allocator that catches it
+ * stops the program first. -fno-builtin keeps every call. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void not_caught(void) {
+    puts("NOT_CAUGHT");
+    fflush(stdout);
+}
+
+/* Where a forged link points: harmless memory of the program's own. */
+static _Alignas(64) unsigned char target[256];
+
+/* An address as a number the compiler cannot reason about: it knows that
+ * malloc never returns a static object or a freed block, and would fold
+ * the comparisons below to false. */
+static uintptr_t addr(const void *p) {
+    volatile uintptr_t v = (uintptr_t)p;
+    return v;
+}
+
+static void warm(size_t size) {
+    void *p[64];
+    for (int i = 0; i < 64; i++) p[i] = malloc(size);
+    for (int i = 64; i-- > 0;) free(p[i]);
+}
+
+/* The forged address comes back from malloc: the primitive exploits want. */
+static void uaf_link(void) {
+    warm(48);
+    void *a = malloc(48), *b = malloc(48);
+    free(a);
+    free(b);
+    *(void **)b = target;
+    uintptr_t first = addr(malloc(48)), second = addr(malloc(48));
+    if (first == addr(b) && second == addr(target)) not_caught();
+}
+
+static void overflow_link(void) {
+    char *a = malloc(112), *b = malloc(112);
+    if (addr(b) != addr(a) + 112) {
+        puts("SKIPPED: not neighbours");
+        return;
+    }
+    free(b);
+    void *forged = target;
+    memset(a, 'A', 112);
+    memcpy(a + 112, &forged, sizeof forged); /* 8 bytes past a's end */
+    uintptr_t first = addr(malloc(112)), second = addr(malloc(112));
+    if (first == addr(b) && second == addr(target)) not_caught();
+}
+
+static void double_free_cold(void) {
+    void *p = malloc(160);
+    free(p);
+    free(p);
+    malloc_trim(0); /* flushes this thread's cache: the list is cut */
+    not_caught();
+}
+
+static void double_free_warm(void) {
+    warm(192);
+    void *p = malloc(192);
+    free(p);
+    free(p);
+    malloc_trim(0);
+    not_caught();
+}
+
+static void double_free_aba(void) {
+    warm(224);
+    void *a = malloc(224), *b = malloc(224);
+    free(a);
+    free(b);
+    free(a);
+    malloc_trim(0);
+    not_caught();
+}
+
+static void *free_and_flush(void *p) {
+    free(p);
+    malloc_trim(0);
+    return NULL;
+}
+
+static void double_free_threads(void) {
+    void *p = malloc(3000);
+    pthread_t t;
+    pthread_create(&t, NULL, free_and_flush, p);
+    pthread_join(t, NULL);
+    pthread_create(&t, NULL, free_and_flush, p);
+    pthread_join(t, NULL);
+    not_caught();
+}
+
+static void never_handed_out(void) {
+    char *p = malloc(48);
+    free(p + 20 * 48); /* a slot of p's span no malloc returned */
+    malloc_trim(0);
+    not_caught();
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} kCases[] = {
+    {"uaf_link", uaf_link},
+    {"overflow_link", overflow_link},
+    {"double_free_cold", double_free_cold},
+    {"double_free_warm", double_free_warm},
+    {"double_free_aba", double_free_aba},
+    {"double_free_threads", double_free_threads},
+    {"never_handed_out", never_handed_out},
+};
+
+int main(int argc, char **argv) {
+    for (size_t i = 0; argc == 2 && i < sizeof kCases / sizeof kCases[0]; i++)
+        if (strcmp(argv[1], kCases[i].name) == 0) {
+            kCases[i].run();
+            return 0;
+        }
+    fprintf(stderr, "usage: dropin_abuse_check CASE (uaf_link, overflow_link, double_free_cold, ...)\n");
+    return 2;
+}
