@@ -4,6 +4,9 @@
 # and Debian installs only python3.
 set -euo pipefail
 script=hcmalloc/bench/bench.py
+# bench.py imports its renderers (report.py, chart.py); the runfiles link
+# to the source tree, where Python would leave a __pycache__/ behind.
+export PYTHONDONTWRITEBYTECODE=1
 if [ -n "${RUNFILES_DIR:-}" ] && [ -f "$RUNFILES_DIR/$script" ]; then
     exec python3 "$RUNFILES_DIR/$script" "$@"
 fi
