@@ -28,7 +28,7 @@
 #include "common/lock.h"
 #include "common/size_class.h"
 #include "stage2_centralcache/central_cache.h"
-#include "stage4_reclaim/page_release.h"
+#include "stage3_pagecache/page_cache.h"
 #include "stage4_reclaim/reclaim.h"
 
 static int failures;

@@ -68,7 +68,9 @@ def strip_comments_and_strings(text):
 
 
 def defined_symbols(archive):
-    out = subprocess.run(["nm", "--defined-only", archive], check=True,
+    """The globals `archive` defines (a static function of a header, emitted
+    in a stage's object, is nobody's name to take)."""
+    out = subprocess.run(["nm", "-g", "--defined-only", archive], check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     return {fields[2] for fields in (line.split() for line in out.splitlines()) if len(fields) == 3}
 
