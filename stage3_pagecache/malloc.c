@@ -207,8 +207,9 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
 static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
     int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
-    /* The fast path cannot afford this compare; here it is free. Pushed
-     * again, the list's head would link to itself. */
+    /* hc_free's fast path sends such a block here; hc_free_sized's cannot
+     * afford the compare, and a block it pushes twice is caught when its
+     * list is cut (free_list.h). Pushed again, the head would link to itself. */
     if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
         hc_fatal_pointer_why("free(): double free detected of", ptr,
                              "it is the last block this thread freed");
@@ -298,7 +299,11 @@ HC_EXPORT void hc_free(void *ptr) {
     if (HC_LIKELY(cls != 0 &&
                   ((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)) {
         note_free_unsized(ptr, cls);
-        if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
+        /* A block that is its list's head is freed twice: the slow path
+         * says so (two instructions here, paid by free without a size, the
+         * one programs call; the sized fast path stays as stage 1 has it). */
+        hc_free_list *list = &tc_current->lists[cls];
+        if (HC_LIKELY(list->head != ptr && tc_list_try_free(list, ptr)))
             return;
         free_small_slow(ptr, cls);
         return;

@@ -61,38 +61,57 @@ TEST(ReleaseChecks, WrongSizeMayBeHandedOutAsTheWrongClass) {
         ::testing::ExitedWithCode(0), "");
 }
 
-// Caught: freed twice, the object is on its list twice (linked to itself),
-// so when a flush cuts the list into a batch the chain is shorter than its
-// count (free_list.h, fl_pop_range): no batch that lies leaves the thread.
+// Caught at the call: free without a size finds the block at the head of
+// its list, where the free just before put it (stage3_pagecache/malloc.c).
+TEST(ReleaseChecks, DoubleFreeOfTheLastFreedBlockIsCaughtAtTheCall) {
+    SKIP_IN_DEBUG_BUILDS();
+    EXPECT_DEATH(
+        {
+            WarmUp(1280);
+            void *p = hc_malloc(1280);
+            hc_free(p);
+            hc_free(p);
+        },
+        "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(it is the last block this thread freed");
+}
+
+// Caught: freed twice through the sized fast path, which has no compare to
+// spare, the object is on its list twice (linked to itself), so when a flush
+// cuts the list into a batch the chain is shorter than its count
+// (free_list.h, fl_pop_range): no batch that lies leaves the thread.
 TEST(ReleaseChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_DEATH(
         {
             std::thread([] {
-                WarmUp(1536);
-                void *p = hc_malloc(1536);
-                hc_free(p);
-                hc_free(p);
+                WarmUp(768); /* at most 1024 bytes: the sized fast path */
+                void *p = hc_malloc(768);
+                hc_free_sized(p, 768);
+                hc_free_sized(p, 768);
                 hc_thread_flush();
             }).join();
         },
         "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(a thread's free list holds it");
 }
 
-// Not caught at the call: the list links the object to itself, so the next
-// two mallocs of its class both return it: two owners of one block (the
-// next cut of the list stops the program: tests/heap_abuse_test.cc).
-TEST(ReleaseChecks, DoubleFreeHandsTheBlockOutTwice) {
+// Not caught at the call: with another free between the two, the list links
+// a -> b -> a, so the next three mallocs of the class return a, b and a: two
+// owners of one block (the next cut of the list stops the program:
+// tests/heap_abuse_test.cc). The hardened build stops it at the second free.
+TEST(ReleaseChecks, DoubleFreeWithAnotherBetweenHandsTheBlockOutTwice) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_EXIT(
         {
             WarmUp(2048);
-            void *p = hc_malloc(2048);
-            hc_free(p);
-            hc_free(p);
             void *a = hc_malloc(2048);
             void *b = hc_malloc(2048);
-            _exit(a == p && b == p ? 0 : 1);
+            hc_free(a);
+            hc_free(b);
+            hc_free(a);
+            void *x = hc_malloc(2048);
+            void *y = hc_malloc(2048);
+            void *z = hc_malloc(2048);
+            _exit(x == a && y == b && z == a ? 0 : 1);
         },
         ::testing::ExitedWithCode(0), "");
 }

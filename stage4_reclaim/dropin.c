@@ -30,9 +30,15 @@ static size_t system_page_size(void) {
     return page;
 }
 
+/* In libhcmalloc.so, malloc and free are hc_malloc and hc_free themselves:
+ * its link gives each pair of names one address (--defsym, BUILD), so a call
+ * costs no jump through a wrapper. A program that compiles this file in
+ * gets the wrappers. */
+#if !HC_DROPIN_ALIASES
 HC_EXPORT void *malloc(size_t size) { return hc_malloc(size); }
 
 HC_EXPORT void free(void *ptr) { hc_free(ptr); }
+#endif
 
 HC_EXPORT void *calloc(size_t count, size_t size) { return hc_calloc(count, size); }
 
