@@ -1,6 +1,8 @@
 /* stage3_pagecache/layer_hooks.c — layer 3's definitions of the hooks its
  * malloc.c calls (layer_hooks.h).
  * May touch: the central cache (cc_release_cached). */
+#include <errno.h>
+
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/transfer_cache.h"
 
@@ -10,3 +12,12 @@ void hc_layer_on_malloc_slow(void) {}
  * spans) goes back to the page cache, where it merges. Stage 4 adds
  * returning memory to the OS. */
 void hc_layer_release_free_memory(void) { cc_release_cached(); }
+
+/* The budget and the heap limit are stage 4's: their fields stay 0. */
+void hc_layer_collect_stats(hc_stats *out) { (void)out; }
+
+int hc_layer_dump_heap_profile(int fd) {
+    (void)fd;
+    errno = ENOSYS; /* the heap profiler is stage 4's libhcmalloc_profiler.so */
+    return -1;
+}
