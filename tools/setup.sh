@@ -19,6 +19,7 @@ packages=(
     sqlite3
     gzip
     util-linux             # setarch, for the TSan flavour
+    google-perftools       # google-pprof, which reads the heap profiles (profile_test)
 )
 
 missing=()
