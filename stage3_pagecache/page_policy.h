@@ -53,7 +53,8 @@ size_t pc_release_free_pages_locked(size_t want);
 size_t pc_release_free_pages(size_t want);
 
 /* Pages the page cache holds mapped from the OS now: its regions and its
- * directly mapped blocks (metadata not included). pc_lock held: for the hooks. */
+ * directly mapped blocks (metadata not included; free pages released to the
+ * OS still count, their addresses are kept). pc_lock held: for the hooks. */
 size_t pc_mapped_pages_locked(void);
 
 /* madvise calls made so far (0 for as long as no policy releases). */

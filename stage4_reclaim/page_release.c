@@ -54,11 +54,12 @@ void pc_policy_init(void) {
 }
 
 /* ---- The heap limit --------------------------------------------------------------
- * Counted in pages the page cache maps (regions and direct blocks), not
- * RSS: a released page still counts, since its address range is kept and
- * it comes back without a new mapping. The refused call fails with ENOMEM;
- * the malloc slow path may then give back what the caches hold and retry
- * (that rescue lives in the slow path, not here). */
+ * Counts what the page cache maps (pc_mapped_pages_locked: regions and
+ * direct blocks, released pages included, since their addresses stay
+ * mapped): a hard bound, like ulimit -v for the heap alone. A refused call
+ * fails with ENOMEM through the normal path; the malloc slow path may then
+ * give back what the thread and central caches hold (their spans merge in
+ * the page cache) and retry once: that rescue is the slow path's. */
 int pc_policy_may_grow(size_t pages, int headroom) {
     size_t mapped = pc_mapped_pages_locked();
     if (heap_limit_pages == 0 || (mapped <= heap_limit_pages && pages <= heap_limit_pages - mapped))
@@ -69,7 +70,8 @@ int pc_policy_may_grow(size_t pages, int headroom) {
 }
 
 size_t pc_heap_limit_bytes(void) {
-    return __atomic_load_n(&heap_limit_pages, __ATOMIC_RELAXED) << HC_PAGE_SHIFT;
+    size_t mb = hc_get_options()->heap_limit_mb;
+    return mb > (SIZE_MAX >> 20) ? SIZE_MAX : mb << 20;
 }
 
 size_t pc_heap_limit_refusals(void) { return __atomic_load_n(&heap_limit_refusals, __ATOMIC_RELAXED); }
