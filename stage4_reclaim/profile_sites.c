@@ -14,6 +14,7 @@
  *   site_leak      leaks 64 x 512 B = 32 KiB (the leak check's)
  * `./profile_sites dump FILE` also writes hc_dump_heap_profile to FILE
  * before it frees everything but site_leak's blocks.
+ * `./profile_sites keep` frees nothing at the end (all of it is "leaked").
  * `./profile_sites leak` runs only site_churn (1000 times) and site_leak:
  * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1). */
 #include <fcntl.h>
@@ -71,6 +72,10 @@ int main(int argc, char **argv) {
             return 1;
         }
         close(fd);
+    }
+    if (argc == 2 && strcmp(argv[1], "keep") == 0) {
+        printf("profile_sites: %zu blocks kept to the end\n", n);
+        return 0;
     }
     for (size_t i = 0; i < n; i++) free(keep[i]);
     printf("profile_sites: %zu blocks kept, then freed\n", n);

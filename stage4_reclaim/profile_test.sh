@@ -14,7 +14,8 @@
 #   2. HCMALLOC_PROFILE with HCMALLOC_PROFILE_INTERVAL_BYTES=16m writes a
 #      profile per 16 MiB allocated (the program allocates about 207 MiB)
 #      and one at exit.
-#   3. HCMALLOC_LEAK_CHECK=1 with every allocation sampled reports exactly
+#   3. HCMALLOC_LEAK_CHECK=1 estimates each site's leak within TOLERANCE when
+#      sampled, and with every allocation sampled reports exactly
 #      the leaked blocks: 64 x 512 bytes at site_leak, nothing from
 #      site_churn (freed with free) nor site_deleted (sized operator delete,
 #      preloaded), and the 10 objects site_kept leaves; and a leak profile
@@ -114,6 +115,18 @@ if [ -n "$leak_profile" ] && [ "$(pprof_rows "$sites" "$leak_profile" | head -1 
 else
     fail "leak profile: pprof's top line is not site_leak"
 fi
+
+# Sampled (T = 8 KiB): the report's own estimates (profile.c's weights, not
+# pprof's) per site, against the truth, as in part 1.
+HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" keep >/dev/null 2>"$work/keep.err" ||
+    fail "the sampled leak-check run exited $?"
+estimate() { # SITE: the MiB the report's entries whose first frame is SITE stand for
+    awk -v site="$1" '/^  leak: ~/ { bytes = substr($2, 2); getline; if ($2 ~ "^" site "\\+") sum += bytes }
+                      END { printf "%.2f", sum / 1048576 }' "$work/keep.err"
+}
+near "leak check site_pages" "$(estimate site_pages)" 40
+near "leak check site_tiny" "$(estimate site_tiny)" 10.0
+near "leak check site_huge" "$(estimate site_huge)" 19.53
 
 HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=1 LD_PRELOAD="$profiler" \
     "$sized_delete" >/dev/null 2>"$work/sized.err" || fail "the sized-delete run exited $?"
