@@ -18,7 +18,7 @@
  * The heap profiler's (profile.h; they act in libhcmalloc_profiler.so, the
  * plain library warns that it ignores them):
  *   HCMALLOC_PROFILE                       PREFIX: write PREFIX.<pid>.<n>.heap
- *   HCMALLOC_PROFILE_SAMPLE_BYTES          mean bytes between samples (512k;
+ *   HCMALLOC_PROFILE_SAMPLE_BYTES          mean bytes between samples (2m;
  *                                          1: every allocation; 0: none)
  *   HCMALLOC_PROFILE_INTERVAL_BYTES        a profile every this many bytes
  *                                          allocated (1g; 0: only at exit)
@@ -45,7 +45,7 @@ typedef struct hc_options {
 #define HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES ((size_t)32 << 20)
 #define HC_DEFAULT_RELEASE_RATE 1
 #define HC_DEFAULT_RELEASE_DELAY_MS 1000
-#define HC_DEFAULT_PROFILE_SAMPLE_BYTES ((size_t)512 << 10)
+#define HC_DEFAULT_PROFILE_SAMPLE_BYTES ((size_t)2 << 20)
 #define HC_DEFAULT_PROFILE_INTERVAL_BYTES ((size_t)1 << 30)
 
 /* The options, parsed on the first call. Thread-safe. */

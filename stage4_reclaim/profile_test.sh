@@ -3,7 +3,7 @@
 # — the heap profiler end to end, read by google-pprof (Debian's
 # google-perftools, tools/setup.sh):
 #   1. profile_sites (linked with libhcmalloc_profiler.so; with and without
-#      frame pointers) dumps its live heap with hc_dump_heap_profile; pprof's
+#      frame pointers; with libunwind and with libgcc's unwinder) dumps its live heap with hc_dump_heap_profile; pprof's
 #      --text must put its sites in the order of their true sizes, each
 #      within TOLERANCE of the truth, and main's cumulative share must be
 #      the whole program's (a whole stack); --alloc_space must show what
@@ -51,9 +51,14 @@ near() {
 }
 
 # ---- 1. The live heap and the cumulative allocations, through pprof ------------
-for program in "$sites" "$sites_fp"; do
+# profile_sites under libgcc's unwinder too (the fallback where libunwind8
+# is not installed); the same program, under another name.
+ln -sf "$sites" "$work/profile_sites_libgcc"
+for program in "$sites" "$sites_fp" "$work/profile_sites_libgcc"; do
     name=$(basename "$program")
-    HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$program" dump "$work/$name.heap" >/dev/null ||
+    unwinder=default
+    [ "$name" = profile_sites_libgcc ] && unwinder=libgcc
+    HCMALLOC_PROFILE_UNWINDER=$unwinder HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$program" dump "$work/$name.heap" >/dev/null ||
         { fail "$name dump exited $?"; continue; }
     pprof_rows "$program" "$work/$name.heap" >"$work/$name.live"
     # The top rows by flat size, in the truth's order: 40, 20, 20, 19.5, 10 MiB.
