@@ -103,6 +103,16 @@ static HC_THREAD_LOCAL intptr_t armed_distance; /* the countdown's value when ar
 static HC_THREAD_LOCAL uint64_t rng_state;
 
 static size_t sample_bytes;     /* T; 0: off. From the options, at the first sample point */
+
+/* Every thread stores the same value (the option), so a relaxed store is
+ * enough: it only keeps those stores from being a data race. */
+static size_t current_sample_bytes(void) { return __atomic_load_n(&sample_bytes, __ATOMIC_RELAXED); }
+
+static size_t read_sample_bytes(void) {
+    size_t t = hc_get_options()->profile_sample_bytes;
+    __atomic_store_n(&sample_bytes, t, __ATOMIC_RELAXED);
+    return t;
+}
 static uint64_t allocated_bytes; /* all threads' bytes counted down so far (atomic) */
 static uint64_t next_interval_dump; /* atomic */
 static uint64_t seed_counter;
@@ -116,7 +126,7 @@ static uint64_t splitmix(uint64_t *x) {
 
 /* The distance to the next sample point: exponential, mean T. */
 static intptr_t draw_distance(void) {
-    if (sample_bytes == 1)
+    if (current_sample_bytes() == 1)
         return 0; /* every allocation (exact mode) */
     if (rng_state == 0) {
         struct timespec ts;
@@ -125,7 +135,7 @@ static intptr_t draw_distance(void) {
                     (__atomic_add_fetch(&seed_counter, 1, __ATOMIC_RELAXED) << 40);
     }
     double u = (double)((splitmix(&rng_state) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
-    double d = -log_of(u) * (double)sample_bytes;
+    double d = -log_of(u) * (double)current_sample_bytes();
     if (d < 1)
         return 1; /* 0 marks a thread not yet armed */
     return d >= (double)(INTPTR_MAX / 2) ? INTPTR_MAX / 2 : (intptr_t)d;
@@ -135,12 +145,12 @@ static void dump_interval_profile(void);
 
 int hc_layer_sample_due(size_t size) {
     /* Read here, not in the constructor: the loader's mallocs come first. */
-    sample_bytes = hc_get_options()->profile_sample_bytes;
-    if (sample_bytes == 0) {
+    read_sample_bytes();
+    if (current_sample_bytes() == 0) {
         hc_sample_countdown = INTPTR_MAX; /* off: out of reach (2^63 bytes) */
         return 0;
     }
-    int first = armed_distance == 0 && sample_bytes != 1;
+    int first = armed_distance == 0 && current_sample_bytes() != 1;
     /* The bytes this thread counted down since it was last armed. */
     uint64_t counted = (uint64_t)(armed_distance - hc_sample_countdown);
     uint64_t total = __atomic_add_fetch(&allocated_bytes, counted, __ATOMIC_RELAXED);
@@ -351,9 +361,9 @@ void hc_layer_on_sampled_free(void *block) {
 
 /* 1 / p(size): how many allocations of `size` bytes one sample stands for. */
 static double weight(size_t size) {
-    if (sample_bytes <= 1)
+    if (current_sample_bytes() <= 1)
         return 1;
-    return 1 / one_minus_exp_neg((double)(size == 0 ? 1 : size) / (double)sample_bytes);
+    return 1 / one_minus_exp_neg((double)(size == 0 ? 1 : size) / (double)current_sample_bytes());
 }
 
 /* ---- Writing a profile -------------------------------------------------------------- */
@@ -416,11 +426,11 @@ static int write_profile_locked(int fd, int live_only) {
     put_counts(&o, n1, s1, n2, s2);
     /* pprof unsamples each line by 1/p(its size) when it sees the rate;
      * "heapprofile" tells it the counts are exact (every allocation sampled). */
-    if (sample_bytes <= 1) {
+    if (current_sample_bytes() <= 1) {
         fd_out_put(&o, " heapprofile\n");
     } else {
         fd_out_put(&o, " heap_v2/");
-        fd_out_put_u(&o, sample_bytes);
+        fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, "\n");
     }
     for (size_t i = 0; i < BUCKET_HEADS; i++)
@@ -443,12 +453,12 @@ static int write_profile_locked(int fd, int live_only) {
 
 static size_t profiles_written;
 
-/* PREFIX.<pid>.<tag>.heap, written whole. */
-static void write_profile_file(const char *tag, int live_only) {
+/* PREFIX.<pid>.<tag>.heap into path; 0, or -1 if there is no prefix or it
+ * does not fit. */
+static int profile_path(const char *tag, char *path, size_t size) {
     const char *prefix = hc_get_options()->profile_prefix;
     if (prefix == NULL)
-        return;
-    char path[4096];
+        return -1;
     hc_fd_out name = {.fd = -1};
     fd_out_put(&name, prefix);
     fd_out_put(&name, ".");
@@ -456,10 +466,18 @@ static void write_profile_file(const char *tag, int live_only) {
     fd_out_put(&name, ".");
     fd_out_put(&name, tag);
     fd_out_put(&name, ".heap");
-    if (name.len >= sizeof path)
-        return;
+    if (name.len >= size || name.len >= sizeof name.buf)
+        return -1;
     memcpy(path, name.buf, name.len);
     path[name.len] = '\0';
+    return 0;
+}
+
+/* PREFIX.<pid>.<tag>.heap, written whole. */
+static void write_profile_file(const char *tag, int live_only) {
+    char path[4096];
+    if (profile_path(tag, path, sizeof path) != 0)
+        return;
     int saved_errno = errno; /* malloc must not change errno when it succeeds */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -488,8 +506,7 @@ static void write_numbered_profile(void) {
 static void dump_interval_profile(void) { write_numbered_profile(); }
 
 int hc_profile_dump(int fd) {
-    sample_bytes = hc_get_options()->profile_sample_bytes;
-    if (sample_bytes == 0) {
+    if (read_sample_bytes() == 0) {
         errno = ENOSYS; /* HCMALLOC_PROFILE_SAMPLE_BYTES=0: not sampling */
         return -1;
     }
@@ -544,7 +561,7 @@ static void leak_report(void) {
         fd_out_put(&o, "no sampled block is live at exit (");
         fd_out_put_u(&o, samples);
         fd_out_put(&o, " sampled, 1 in ");
-        fd_out_put_u(&o, sample_bytes);
+        fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, " bytes)\n");
     } else {
         fd_out_put(&o, "an estimated ");
@@ -554,7 +571,7 @@ static void leak_report(void) {
         fd_out_put(&o, " blocks still live at exit, from ");
         fd_out_put_u(&o, live_samples);
         fd_out_put(&o, " sampled blocks (1 in ");
-        fd_out_put_u(&o, sample_bytes);
+        fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, " bytes sampled)\n");
         for (size_t i = 0; i < BUCKET_HEADS; i++)
             for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
@@ -574,9 +591,12 @@ static void leak_report(void) {
                 for (int k = 0; k < b->depth; k++)
                     put_frame(&o, b->pcs[k]);
             }
-        if (hc_get_options()->profile_prefix != NULL)
-            fd_out_put(&o, "hcmalloc: leak check: the leaks' profile is PREFIX.<pid>.leak.heap "
-                           "(google-pprof --text PROGRAM FILE)\n");
+        char path[4096];
+        if (profile_path("leak", path, sizeof path) == 0) {
+            fd_out_put(&o, "hcmalloc: leak check: the leaks' profile is ");
+            fd_out_put(&o, path);
+            fd_out_put(&o, " (google-pprof --text PROGRAM FILE)\n");
+        }
     }
     hc_lock_release(&profile_lock);
     fd_out_finish(&o);
@@ -615,8 +635,7 @@ __attribute__((constructor)) static void profile_start(void) {
 
 __attribute__((destructor)) static void profile_at_exit(void) {
     const hc_options *o = hc_get_options();
-    sample_bytes = o->profile_sample_bytes;
-    if (sample_bytes == 0)
+    if (read_sample_bytes() == 0)
         return;
     if (o->profile_prefix != NULL)
         write_numbered_profile();
@@ -628,9 +647,8 @@ __attribute__((destructor)) static void profile_at_exit(void) {
 
 void hc_profile_get_stats(hc_profile_stats *out) {
     memset(out, 0, sizeof *out);
-    sample_bytes = hc_get_options()->profile_sample_bytes;
+    out->sample_bytes = read_sample_bytes();
     hc_lock_acquire(&profile_lock);
-    out->sample_bytes = sample_bytes;
     out->samples = samples;
     out->live_samples = live_samples;
     out->dropped = dropped;
