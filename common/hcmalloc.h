@@ -32,6 +32,9 @@ typedef struct hc_stats {
     size_t metadata_bytes;        /* of which: the allocator's own records (pool, page map) */
     size_t oom_rescues;           /* calls that failed for memory, then succeeded once the
                                      allocator gave back what it cached (stage 3+) */
+    size_t thread_cache_budget_bytes; /* stage 4: all thread caches together stay under it */
+    size_t heap_limit_bytes;      /* stage 4: HCMALLOC_HEAP_LIMIT_MB in bytes; 0 = no limit */
+    size_t heap_limit_hits;       /* stage 4: requests the heap limit refused (ENOMEM) */
 } hc_stats;
 
 /* Returns a block of at least `size` bytes, 16-byte aligned when size >= 16
@@ -76,6 +79,18 @@ void hc_release_free_memory(void);
 
 /* Fills *out with a snapshot of where the allocator's bytes are. */
 void hc_get_stats(hc_stats *out);
+
+/* One figure of hc_get_stats by name, for monitoring (the names of
+ * tcmalloc's MallocExtension properties where one exists; the list is in
+ * docs/dropin.md, "Profiling and tuning"): sets *value and returns 1 if this
+ * stage has the figure, returns 0 and leaves *value alone if it does not
+ * (an unknown name, or one a later stage adds). */
+int hc_get_property(const char *name, size_t *value);
+
+/* Stage 4's profiler library (libhcmalloc_profiler.so): writes the sampled
+ * live heap, in the text format google-pprof reads, to `fd`; 0, or -1 with
+ * errno (ENOSYS where there is no profiler: every other build). */
+int hc_dump_heap_profile(int fd);
 
 /* "stage1_threadcache", "stage2_centralcache", ... */
 const char *hc_stage_name(void);

@@ -164,6 +164,10 @@ static hc_span *large_span_of(void *ptr, const char *what) {
 }
 
 static void large_free(hc_span *span) {
+#if HC_SAMPLING
+    if (span->sampled) /* the mark that sends a sampled block's free here (layer_hooks.h) */
+        hc_layer_on_sampled_free(span_start(span));
+#endif
     track_free(span_start(span), span_bytes(span));
     pc_free_span(span);
 }
@@ -257,6 +261,34 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
     large_free(large_span_of(ptr, "free(): invalid pointer"));
 }
 
+#if HC_SAMPLING
+/* ---- The sampling build only (layer_hooks.h) -------------------------------------- */
+
+/* A sampled block: a large span of its own, whatever its size, marked. */
+static HC_NOINLINE void *malloc_sampled(size_t size) {
+    void *p = large_alloc(size == 0 ? 1 : size, 1);
+    if (p != NULL) {
+        pc_span_of(p)->sampled = 1;
+        hc_layer_on_sampled_alloc(p, size);
+    }
+    return p;
+}
+
+/* The countdown ran out: sampled, or the rest of hc_malloc. */
+static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
+    if (hc_layer_sample_due(size))
+        return malloc_sampled(size);
+    if (size - 1 < HC_TABLE_MAX_SIZE) {
+        void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
+        if (obj != NULL) {
+            note_alloc(obj, size, 0);
+            return obj;
+        }
+    }
+    return malloc_slow(size);
+}
+#endif
+
 /* ---- Fast paths ----------------------------------------------------------------
  * hc_malloc and hc_free_sized are stage 1's: requests of 1..1024 bytes
  * (HC_TABLE_MAX_SIZE) that hit the thread cache never leave them.
@@ -268,6 +300,10 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
  * the span record, whose cache line the central cache writes. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
+#if HC_SAMPLING
+    if (HC_UNLIKELY((hc_sample_countdown -= (intptr_t)size) < 0))
+        return malloc_at_sample_point(size);
+#endif
     tc_cache *tc = tc_current;
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
         void *obj = tc_list_try_alloc(tc_list_small(tc, size));
@@ -280,6 +316,13 @@ HC_EXPORT void *hc_malloc(size_t size) {
 }
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
+#if HC_SAMPLING
+    /* A sampled block of any size is a large span: the size cannot tell. */
+    if (HC_UNLIKELY(pm_class_of(ptr) == 0)) {
+        free_unsized_slow(ptr);
+        return;
+    }
+#endif
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
         note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
         if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
@@ -460,7 +503,10 @@ HC_EXPORT void hc_get_stats(hc_stats *out) {
     out->os_mapped_bytes = os_mapped_bytes();
     out->metadata_bytes = pool_mapped_bytes(); /* span records, page-map nodes, caches */
     out->oom_rescues = __atomic_load_n(&oom_rescues, __ATOMIC_RELAXED);
+    hc_layer_collect_stats(out); /* stage 4: the budget, the heap limit */
 }
+
+HC_EXPORT int hc_dump_heap_profile(int fd) { return hc_layer_dump_heap_profile(fd); }
 
 HC_EXPORT const char *hc_stage_name(void) { return HC_STRINGIFY(HC_STAGE_NAME); }
 

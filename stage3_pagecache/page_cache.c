@@ -288,6 +288,12 @@ static int heap_grow(size_t pages) {
         errno = ENOMEM;
         return -1;
     }
+    if (grow > pages && !pc_policy_may_grow(grow, 1))
+        grow = pages; /* the headroom would pass a limit the request may fit under */
+    if (grow == pages && !pc_policy_may_grow(grow, 0)) {
+        errno = ENOMEM;
+        return -1;
+    }
     char *region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
     if (region == NULL && grow > pages) {
         /* Under an address-space limit (ulimit -v) the headroom may not fit
@@ -320,6 +326,8 @@ static int heap_grow(size_t pages) {
  * policy never asks. */
 
 static size_t backed_free_pages(void) { return totals.free_pages - totals.released_pages; }
+
+size_t pc_mapped_pages_locked(void) { return totals.heap_pages + totals.direct_pages; }
 
 /* Releases free span `s`, which stays free (on a list, it moves to the
  * tail; in the tree its key is unchanged). Its neighbours are in use (no two
@@ -430,13 +438,18 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
 static hc_span *direct_map(size_t pages, size_t alignment) {
     if (alignment < HC_PAGE_SIZE)
         alignment = HC_PAGE_SIZE;
-    char *block = os_map_aligned(pages << HC_PAGE_SHIFT, alignment);
-    if (block == NULL)
-        return NULL;
-    track_internal_end(block, pages << HC_PAGE_SHIFT); /* past the block's size: no one's */
     hc_lock_acquire(&pc_lock);
     lists_init_once();
     pc_policy_before_call(); /* a program of huge blocks alone has slow paths too */
+    /* Asked and mapped under the lock, so that two threads cannot both
+     * pass a limit that only one of them fits under. */
+    char *block = pc_policy_may_grow(pages, 0) ? os_map_aligned(pages << HC_PAGE_SHIFT, alignment) : NULL;
+    if (block == NULL) {
+        hc_lock_release(&pc_lock);
+        errno = ENOMEM;
+        return NULL;
+    }
+    track_internal_end(block, pages << HC_PAGE_SHIFT); /* past the block's size: no one's */
     hc_span *s = span_new(span_page_of(block), pages);
     if (s == NULL || pm_ensure(s->start_page, pages) != 0) {
         if (s) span_dead(s);

@@ -28,6 +28,15 @@ void pc_policy_before_call(void);
 /* At its end, the change made, the lock still held. */
 void pc_policy_after_call(void);
 
+/* Before the page cache maps `pages` more pages from the OS (a new region,
+ * or a block mapped directly): 1 lets it, 0 refuses, and the call that
+ * needed them fails with ENOMEM through the normal path (stage 4's heap
+ * limit, HCMALLOC_HEAP_LIMIT_MB). `headroom`: the pages are more than the
+ * request needs (a region's growth margin), so a refusal only shrinks the
+ * region to the request, which is asked for next. pc_mapped_pages_locked()
+ * is what is mapped already. */
+int pc_policy_may_grow(size_t pages, int headroom);
+
 /* ---- What the page cache offers a policy ------------------------------------- */
 
 /* Free pages that may still be resident (free pages not yet released).
@@ -42,6 +51,11 @@ size_t pc_release_free_pages_locked(size_t want);
 /* The same from outside the page cache: takes the lock, releases, runs
  * pc_policy_after_call, and returns the bytes released. */
 size_t pc_release_free_pages(size_t want);
+
+/* Pages the page cache holds mapped from the OS now: its regions and its
+ * directly mapped blocks (metadata not included; free pages released to the
+ * OS still count, their addresses are kept). pc_lock held: for the hooks. */
+size_t pc_mapped_pages_locked(void);
 
 /* madvise calls made so far (0 for as long as no policy releases). */
 size_t pc_release_calls(void);

@@ -68,7 +68,11 @@ typedef struct hc_span {
     uint8_t state;           /* span_state */
     uint8_t direct;          /* mapped straight from the OS (very large): unmapped when freed */
     uint8_t size_class;      /* SPAN_SMALL: its class; else 0 */
-    uint8_t in_bucket_list;  /* SPAN_SMALL: on its bucket's list of spans with free objects */
+    union {
+        uint8_t in_bucket_list; /* SPAN_SMALL: on its bucket's list of spans with free objects */
+        uint8_t sampled;        /* SPAN_LARGE: a block the heap profiler recorded (layer_hooks.h,
+                                 * HC_SAMPLING); span_hand_out clears it with in_bucket_list */
+    };
     /* SPAN_SMALL geometry, fixed while the span is SPAN_SMALL. */
     uint32_t object_size;
     uint16_t object_count;   /* at most 1024 (a page of 8-byte objects) */

@@ -8,7 +8,7 @@ lib=$1
 expected=(
     hc_malloc hc_free_sized hc_calloc hc_free hc_realloc hc_aligned_alloc
     hc_usable_size hc_thread_flush hc_release_free_memory hc_get_stats
-    hc_stage_name hc_features
+    hc_stage_name hc_features hc_get_property hc_dump_heap_profile
     hc_dump_heap_svg # the heap-map tool's entry (stage3_pagecache/heap_map.h)
     malloc free calloc realloc reallocarray memalign aligned_alloc
     posix_memalign valloc pvalloc malloc_usable_size free_sized

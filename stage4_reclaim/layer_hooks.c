@@ -10,8 +10,10 @@
  *   - hc_release_free_memory flushes the calling thread's cache, gives what
  *     the central cache keeps back to the page cache (as stage 3 does), and
  *     every free page of the page cache back to the OS (pc_release_all);
- *   - hc_get_stats is unchanged: the page cache fills released_bytes once
- *     stage 4's release policy (page_release.c) gives pages back;
+ *   - hc_get_stats adds the thread-cache budget and the heap limit (the
+ *     page cache fills released_bytes once stage 4's release policy,
+ *     page_release.c, gives pages back);
+ *   - hc_dump_heap_profile is the heap profiler's (profile.c);
  *   - out of memory, the retry first gets everything hc_release_free_memory
  *     gives back.
  * May touch: the thread cache (tc_flush_current), the central cache
@@ -20,6 +22,7 @@
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/page_release.h"
+#include "stage4_reclaim/profile.h"
 #include "stage4_reclaim/reclaim.h"
 
 /* After tc_current is published: pthread_atfork may malloc. Returns at once
@@ -41,3 +44,13 @@ int hc_layer_reclaim_for_retry(void) {
     hc_layer_release_free_memory();
     return 1;
 }
+
+void hc_layer_collect_stats(hc_stats *out) {
+    tc_budget_stats budget;
+    tc_budget_snapshot(&budget);
+    out->thread_cache_budget_bytes = budget.budget_bytes;
+    out->heap_limit_bytes = pc_heap_limit_bytes();
+    out->heap_limit_hits = pc_heap_limit_refusals();
+}
+
+int hc_layer_dump_heap_profile(int fd) { return hc_profile_dump(fd); }

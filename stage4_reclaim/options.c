@@ -65,6 +65,16 @@ static void options_init(void) {
     read_size("HCMALLOC_RELEASE_DELAY_MS", &options.release_delay_ms);
     read_size("HCMALLOC_STATS", &stats);
     options.print_stats_at_exit = stats != 0;
+    read_size("HCMALLOC_HEAP_LIMIT_MB", &options.heap_limit_mb);
+    const char *prefix = getenv("HCMALLOC_PROFILE");
+    options.profile_prefix = prefix != NULL && prefix[0] != '\0' ? prefix : NULL;
+    options.profile_sample_bytes = HC_DEFAULT_PROFILE_SAMPLE_BYTES;
+    options.profile_interval_bytes = HC_DEFAULT_PROFILE_INTERVAL_BYTES;
+    read_size("HCMALLOC_PROFILE_SAMPLE_BYTES", &options.profile_sample_bytes); /* 0: off, 1: all */
+    read_size("HCMALLOC_PROFILE_INTERVAL_BYTES", &options.profile_interval_bytes);
+    size_t leak_check = 0;
+    read_size("HCMALLOC_LEAK_CHECK", &leak_check);
+    options.leak_check = leak_check != 0;
 }
 
 const hc_options *hc_get_options(void) {

@@ -12,7 +12,18 @@
  *                                          release, 1 = as set (default),
  *                                          1024 and up = at once
  *   HCMALLOC_STATS                         1: print the stats report at exit
- *                                          (the drop-in library) */
+ *                                          (the drop-in library)
+ *   HCMALLOC_HEAP_LIMIT_MB                 the page cache maps at most this
+ *                                          many MiB; past it, ENOMEM (0: none)
+ * The heap profiler's (profile.h; they act in libhcmalloc_profiler.so, the
+ * plain library warns that it ignores them):
+ *   HCMALLOC_PROFILE                       PREFIX: write PREFIX.<pid>.<n>.heap
+ *   HCMALLOC_PROFILE_SAMPLE_BYTES          mean bytes between samples (2m;
+ *                                          1: every allocation; 0: none)
+ *   HCMALLOC_PROFILE_INTERVAL_BYTES        a profile every this many bytes
+ *                                          allocated (1g; 0: only at exit)
+ *   HCMALLOC_LEAK_CHECK                    1: report sampled blocks still
+ *                                          live at exit */
 #ifndef HC_OPTIONS_H_
 #define HC_OPTIONS_H_
 
@@ -24,11 +35,18 @@ typedef struct hc_options {
     size_t release_rate;
     size_t release_delay_ms;
     int print_stats_at_exit;
+    size_t heap_limit_mb;           /* 0: no limit */
+    const char *profile_prefix;     /* NULL: no profile files */
+    size_t profile_sample_bytes;    /* mean distance between samples */
+    size_t profile_interval_bytes;  /* 0: no periodic profiles */
+    int leak_check;
 } hc_options;
 
 #define HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES ((size_t)32 << 20)
 #define HC_DEFAULT_RELEASE_RATE 1
 #define HC_DEFAULT_RELEASE_DELAY_MS 1000
+#define HC_DEFAULT_PROFILE_SAMPLE_BYTES ((size_t)2 << 20)
+#define HC_DEFAULT_PROFILE_INTERVAL_BYTES ((size_t)1 << 30)
 
 /* The options, parsed on the first call. Thread-safe. */
 const hc_options *hc_get_options(void);

@@ -26,10 +26,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/size_class.h"
 #include "stage3_pagecache/page_policy.h"
 #include "stage4_reclaim/options.h"
 
 /* All under pc_lock: the hooks are called with it held. */
+static size_t heap_limit_pages;      /* HCMALLOC_HEAP_LIMIT_MB in pages; 0 = no limit */
+static size_t heap_limit_refusals;   /* written under pc_lock, read by stats with relaxed loads */
 static int release_enabled;          /* HCMALLOC_RELEASE_RATE != 0 */
 static uint64_t release_delay_ms;    /* idle this long, free pages go back */
 static uint64_t last_call_ms;        /* the previous page-cache call */
@@ -46,7 +49,32 @@ void pc_policy_init(void) {
     const hc_options *o = hc_get_options(); /* getenv: no malloc */
     release_enabled = o->release_rate != 0;
     release_delay_ms = release_enabled ? o->release_delay_ms / o->release_rate : 0;
+    heap_limit_pages = o->heap_limit_mb > (SIZE_MAX >> 20) ? SIZE_MAX >> HC_PAGE_SHIFT
+                                                          : (o->heap_limit_mb << 20) >> HC_PAGE_SHIFT;
 }
+
+/* ---- The heap limit --------------------------------------------------------------
+ * Counts what the page cache maps (pc_mapped_pages_locked: regions and
+ * direct blocks, released pages included, since their addresses stay
+ * mapped): a hard bound, like ulimit -v for the heap alone. A refused call
+ * fails with ENOMEM through the normal path; the malloc slow path may then
+ * give back what the thread and central caches hold (their spans merge in
+ * the page cache) and retry once: that rescue is the slow path's. */
+int pc_policy_may_grow(size_t pages, int headroom) {
+    size_t mapped = pc_mapped_pages_locked();
+    if (heap_limit_pages == 0 || (mapped <= heap_limit_pages && pages <= heap_limit_pages - mapped))
+        return 1;
+    if (!headroom) /* a request refused, not just its headroom: the limit was hit */
+        __atomic_store_n(&heap_limit_refusals, heap_limit_refusals + 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+size_t pc_heap_limit_bytes(void) {
+    size_t mb = hc_get_options()->heap_limit_mb;
+    return mb > (SIZE_MAX >> 20) ? SIZE_MAX : mb << 20;
+}
+
+size_t pc_heap_limit_refusals(void) { return __atomic_load_n(&heap_limit_refusals, __ATOMIC_RELAXED); }
 
 void pc_policy_before_call(void) {
     if (!release_enabled)

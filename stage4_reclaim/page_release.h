@@ -13,4 +13,9 @@
  * kept), for hc_release_free_memory. Returns the bytes released. */
 size_t pc_release_all(void);
 
+/* HCMALLOC_HEAP_LIMIT_MB in bytes (0: no limit), and how many requests the
+ * limit has refused so far (each failed with ENOMEM). Any thread. */
+size_t pc_heap_limit_bytes(void);
+size_t pc_heap_limit_refusals(void);
+
 #endif /* HC_PAGE_RELEASE_H_ */

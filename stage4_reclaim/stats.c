@@ -3,7 +3,8 @@
  * One snapshot per layer (hc_get_stats, the budget, the page cache census),
  * each taken under that layer's lock; the report is not one atomic moment
  * across layers, and says so. Nothing here runs on the fast path.
- * May touch: the public stats, tc_budget_snapshot, pc_get_census, write(2). */
+ * May touch: the public stats, tc_budget_snapshot, pc_get_census, the
+ * profiler's counters, write(2). */
 #define _GNU_SOURCE
 #include "stage4_reclaim/stats.h"
 
@@ -12,6 +13,7 @@
 #include "common/hcmalloc.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage4_reclaim/page_release.h"
+#include "stage4_reclaim/profile.h"
 #include "stage4_reclaim/reclaim.h"
 
 typedef struct text {
@@ -94,13 +96,33 @@ size_t hc_format_stats(char *buf, size_t size) {
     put_number(&t, pc_release_calls(), 14);
     put(&t, "\nout-of-memory rescues (retries won)  ");
     put_number(&t, s.oom_rescues, 12);
-    put(&t, "\n(each layer counted under its own lock: the figures are not one instant)\n");
+    put(&t, "\nheap limit (HCMALLOC_HEAP_LIMIT_MB)");
+    if (s.heap_limit_bytes == 0) {
+        put(&t, "          none");
+    } else {
+        put_number(&t, s.heap_limit_bytes >> 20, 10);
+        put(&t, " MiB");
+    }
+    put(&t, "\n  requests refused at the limit    ");
+    put_number(&t, s.heap_limit_hits, 14);
+    hc_profile_stats p;
+    hc_profile_get_stats(&p);
+    if (p.sample_bytes != 0 && p.samples != 0) {
+        put(&t, "\nheap profile: sampled / still live ");
+        put_number(&t, p.samples, 14);
+        put(&t, " /");
+        put_number(&t, p.live_samples, 8);
+        put_bytes_line(&t, "\n  live bytes they stand for        ", p.live_estimate);
+    } else {
+        put(&t, "\n");
+    }
+    put(&t, "(each layer counted under its own lock: the figures are not one instant)\n");
     put(&t, "------------------------------------------------------------\n");
     return t.len;
 }
 
 void hc_print_stats(int fd) {
-    char buf[2048];
+    char buf[3072];
     size_t len = hc_format_stats(buf, sizeof buf);
     for (size_t done = 0; done < len;) {
         ssize_t n = write(fd, buf + done, len - done);

@@ -19,6 +19,8 @@ packages=(
     sqlite3
     gzip
     util-linux             # setarch, for the TSan flavour
+    google-perftools       # google-pprof, which reads the heap profiles (profile_test)
+    libunwind8             # the heap profiler's fast unwinder (dlopen'd; libgcc's otherwise)
 )
 
 missing=()

@@ -1,0 +1,695 @@
+/* stage4_reclaim/profile.c — layer 4: the sampling heap profiler.
+ *
+ * Sampling (HC_SAMPLING builds only, layer_hooks.h): each thread's bytes are
+ * a Poisson process of rate 1/T, T = HCMALLOC_PROFILE_SAMPLE_BYTES: the
+ * distance to the next sample point is drawn from an exponential
+ * distribution of mean T, and an allocation is sampled when a point falls
+ * in its bytes, with probability p(s) = 1 - exp(-s/T) whatever came before
+ * (the distribution has no memory). So a sampled block of s bytes stands
+ * for s / p(s) bytes and 1 / p(s) blocks, an unbiased estimate for every
+ * size (docs/profiling.md has the proof and the error). T = 1 samples every
+ * allocation: exact, and slow.
+ *
+ * Records: one bucket per (stack, size), counting sampled allocations and
+ * frees; one live record per sampled block still in use, found by address
+ * on its free. Both from common/pool.h, under one lock, taken only by
+ * sampled allocations and their frees (and dumps).
+ *
+ * The stack: from the .eh_frame tables every x86-64 object carries, so
+ * programs built without frame pointers get whole stacks too (a
+ * frame-pointer walk would stop, or wander, at the first frame compiled
+ * without one: most of libc, and all -O2 code by default). libunwind's
+ * unw_backtrace when libunwind8 is installed (it caches what it read per
+ * code address: about ten times fewer instructions per sample), else
+ * libgcc's _Unwind_Backtrace (HCMALLOC_PROFILE_UNWINDER=libgcc forces it).
+ * Neither allocates, but a first call may bind PLT entries and set caches
+ * up: the library's constructor calls both once ("priming"), before the
+ * program's first sampled malloc.
+ * Frames inside this library are skipped (found by address: the library's
+ * executable segment, looked up at load), so a stack starts at the caller
+ * of malloc or operator new.
+ *
+ * Profiles: HCMALLOC_PROFILE=PREFIX writes PREFIX.<pid>.<n>.heap every
+ * HCMALLOC_PROFILE_INTERVAL_BYTES of allocation and at exit, and
+ * hc_dump_heap_profile(fd) on demand: "heap profile: ... @ heap_v2/T", one
+ * line per bucket, then MAPPED_LIBRARIES: and /proc/self/maps (read with
+ * read(2) in pieces, no buffer to grow). HCMALLOC_LEAK_CHECK=1 reports at
+ * exit the sampled blocks still live.
+ * May touch: the options, common/pool.h, common/lock.h, common/fd_out.h,
+ * libgcc's unwinder, libunwind (dlopen'd at load), the loader's
+ * dl_iterate_phdr (at load only), fork.c. */
+#define _GNU_SOURCE
+#include "stage4_reclaim/profile.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "common/compiler.h"
+#include "common/fatal.h"
+#include "common/fd_out.h"
+#include "common/hcmalloc.h"
+#include "common/lock.h"
+#include "common/pool.h"
+#include "stage3_pagecache/layer_hooks.h"
+#include "stage4_reclaim/options.h"
+#include "stage4_reclaim/reclaim.h"
+
+#if HC_SAMPLING
+
+/* ---- Numbers without libm ------------------------------------------------------ */
+
+/* ln(x) for x > 0: x = m 2^e, m in [1, 2); ln m = 2 atanh((m-1)/(m+1)). */
+static double log_of(double x) {
+    union { double d; uint64_t u; } v = {x};
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & ~((uint64_t)0x7ff << 52)) | ((uint64_t)1023 << 52);
+    double z = (v.d - 1) / (v.d + 1), z2 = z * z, term = z, sum = 0;
+    for (int k = 1; k < 40; k += 2) {
+        sum += term / k;
+        term *= z2;
+    }
+    return 2 * sum + e * 0.69314718055994530942;
+}
+
+/* 1 - exp(-x) for x >= 0: exp(-x/2^k) by its series, squared k times. */
+static double one_minus_exp_neg(double x) {
+    if (x > 700)
+        return 1;
+    int k = 0;
+    double y = x;
+    while (y > 1.0 / 1024) {
+        y /= 2;
+        k++;
+    }
+    double e = 1 - y + y * y / 2 - y * y * y / 6 + y * y * y * y / 24;
+    while (k-- > 0)
+        e *= e;
+    return 1 - e;
+}
+
+/* ---- The sampler: per-thread countdown ------------------------------------------- */
+
+HC_THREAD_LOCAL intptr_t hc_sample_countdown; /* 0: the thread's first call arms it */
+static HC_THREAD_LOCAL intptr_t armed_distance; /* the countdown's value when armed */
+static HC_THREAD_LOCAL uint64_t rng_state;
+
+static size_t sample_bytes;     /* T; 0: off. From the options, at the first sample point */
+
+/* Every thread stores the same value (the option), so a relaxed store is
+ * enough: it only keeps those stores from being a data race. */
+static size_t current_sample_bytes(void) { return __atomic_load_n(&sample_bytes, __ATOMIC_RELAXED); }
+
+static size_t read_sample_bytes(void) {
+    size_t t = hc_get_options()->profile_sample_bytes;
+    __atomic_store_n(&sample_bytes, t, __ATOMIC_RELAXED);
+    return t;
+}
+static uint64_t allocated_bytes; /* all threads' bytes counted down so far (atomic) */
+static uint64_t next_interval_dump; /* atomic */
+static uint64_t seed_counter;
+
+static uint64_t splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The distance to the next sample point: exponential, mean T. */
+static intptr_t draw_distance(void) {
+    if (current_sample_bytes() == 1)
+        return 0; /* every allocation (exact mode) */
+    if (rng_state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        rng_state = (uint64_t)ts.tv_nsec ^ ((uint64_t)(uintptr_t)&rng_state << 16) ^
+                    (__atomic_add_fetch(&seed_counter, 1, __ATOMIC_RELAXED) << 40);
+    }
+    double u = (double)((splitmix(&rng_state) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
+    double d = -log_of(u) * (double)current_sample_bytes();
+    if (d < 1)
+        return 1; /* 0 marks a thread not yet armed */
+    return d >= (double)(INTPTR_MAX / 2) ? INTPTR_MAX / 2 : (intptr_t)d;
+}
+
+static void dump_interval_profile(void);
+
+int hc_layer_sample_due(size_t size) {
+    /* Read here, not in the constructor: the loader's mallocs come first. */
+    read_sample_bytes();
+    if (current_sample_bytes() == 0) {
+        hc_sample_countdown = INTPTR_MAX; /* off: out of reach (2^63 bytes) */
+        return 0;
+    }
+    int first = armed_distance == 0 && current_sample_bytes() != 1;
+    /* The bytes this thread counted down since it was last armed. */
+    uint64_t counted = (uint64_t)(armed_distance - hc_sample_countdown);
+    uint64_t total = __atomic_add_fetch(&allocated_bytes, counted, __ATOMIC_RELAXED);
+    armed_distance = draw_distance();
+    hc_sample_countdown = armed_distance;
+    if (first) {
+        /* The thread's first request: its stream starts here; the request
+         * is sampled if the first point falls in it. */
+        hc_sample_countdown -= (intptr_t)size;
+        if (hc_sample_countdown >= 0)
+            return 0;
+        armed_distance = draw_distance();
+        hc_sample_countdown = armed_distance;
+    }
+    uint64_t due = __atomic_load_n(&next_interval_dump, __ATOMIC_RELAXED);
+    if (due != 0 && total >= due &&
+        __atomic_compare_exchange_n(&next_interval_dump, &due,
+                                    due + hc_get_options()->profile_interval_bytes, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        dump_interval_profile();
+    return 1;
+}
+
+/* ---- The stack -------------------------------------------------------------------- */
+
+static uintptr_t own_text_start, own_text_end; /* this library's code */
+
+/* dl_iterate_phdr callback: the executable segment holding hc_malloc. */
+static int find_own_text(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    uintptr_t self = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (self >= start && self < start + ph->p_memsz) {
+            own_text_start = start;
+            own_text_end = start + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct stack_walk {
+    uintptr_t pcs[HC_PROFILE_MAX_DEPTH];
+    int depth;
+    int in_caller; /* past this library's frames */
+} stack_walk;
+
+static _Unwind_Reason_Code stack_frame(struct _Unwind_Context *ctx, void *data) {
+    stack_walk *w = data;
+    uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
+    if (pc == 0)
+        return _URC_END_OF_STACK;
+    if (!w->in_caller) {
+        if (pc >= own_text_start && pc < own_text_end)
+            return _URC_NO_REASON;
+        w->in_caller = 1;
+    }
+    w->pcs[w->depth++] = pc;
+    return w->depth == HC_PROFILE_MAX_DEPTH ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+/* libunwind's unw_backtrace, when libunwind8 is installed: the same tables,
+ * read once per code address and then cached (per thread), so a stack of
+ * known frames costs tens of instructions per frame instead of libgcc's
+ * thousand or so (a table search per frame). Opened at load with
+ * RTLD_LOCAL, so that its own _Unwind_* names never replace libgcc's for the
+ * program's C++ exceptions. */
+typedef int (*backtrace_fn)(void **pcs, int size);
+static backtrace_fn cached_backtrace;
+
+#define OWN_FRAMES_MAX 16 /* allocator frames under the program's: skipped */
+
+static void take_stack(stack_walk *w) {
+    w->depth = 0;
+    w->in_caller = 0;
+    if (cached_backtrace == NULL) {
+        _Unwind_Backtrace(stack_frame, w);
+        return;
+    }
+    void *raw[HC_PROFILE_MAX_DEPTH + OWN_FRAMES_MAX];
+    int n = cached_backtrace(raw, HC_PROFILE_MAX_DEPTH + OWN_FRAMES_MAX);
+    for (int i = 0; i < n && w->depth < HC_PROFILE_MAX_DEPTH; i++) {
+        uintptr_t pc = (uintptr_t)raw[i];
+        if (!w->in_caller && pc >= own_text_start && pc < own_text_end)
+            continue;
+        w->in_caller = 1;
+        w->pcs[w->depth++] = pc;
+    }
+}
+
+/* libunwind, if present; its caches per thread (no lock, no signal mask
+ * changes per frame: the global cache takes both). */
+static void open_libunwind(void) {
+#if defined(__SANITIZE_THREAD__)
+#define HC_PROFILE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HC_PROFILE_TSAN 1
+#endif
+#endif
+#if HC_PROFILE_TSAN
+    /* Under ThreadSanitizer a multi-threaded program died silently inside
+     * the sampled path with libunwind (profiler_stress_test, --config=tsan),
+     * and runs with libgcc's unwinder: keep to that one there. */
+    return;
+#endif
+    const char *unwinder = getenv("HCMALLOC_PROFILE_UNWINDER"); /* "libgcc": the fallback alone */
+    if (unwinder != NULL && strcmp(unwinder, "libgcc") == 0)
+        return;
+    void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+        return; /* libgcc's unwinder alone: slower, as correct */
+    typedef int (*policy_fn)(void *space, int policy);
+    policy_fn set_policy = (policy_fn)dlsym(lib, "_ULx86_64_set_caching_policy");
+    void **space = (void **)dlsym(lib, "_ULx86_64_local_addr_space");
+    backtrace_fn backtrace = (backtrace_fn)dlsym(lib, "unw_backtrace");
+    if (set_policy == NULL || space == NULL || backtrace == NULL)
+        return;
+    set_policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
+    cached_backtrace = backtrace;
+}
+
+/* ---- The records --------------------------------------------------------------- */
+
+typedef struct bucket {
+    struct bucket *next; /* in its hash chain (and the pool's link while free) */
+    uint64_t hash;
+    size_t size;         /* bytes asked for */
+    size_t allocs, frees; /* sampled */
+    int depth;
+    uintptr_t pcs[HC_PROFILE_MAX_DEPTH];
+} bucket;
+
+typedef struct live_block {
+    struct live_block *next;
+    void *block;
+    bucket *bucket;
+} live_block;
+
+#define BUCKET_HEADS 4096
+#define LIVE_HEADS 16384
+
+static hc_lock profile_lock = HC_LOCK_INITIALIZER;
+static hc_pool bucket_pool = HC_POOL_INITIALIZER(sizeof(bucket));
+static hc_pool live_pool = HC_POOL_INITIALIZER(sizeof(live_block));
+/* Under profile_lock. Static, untouched until used: no start-up cost. */
+static bucket *bucket_heads[BUCKET_HEADS];
+static live_block *live_heads[LIVE_HEADS];
+static size_t samples, live_samples, dropped;
+
+static size_t live_index(const void *block) {
+    return ((uintptr_t)block >> 13) % LIVE_HEADS; /* blocks start on pages */
+}
+
+static bucket *bucket_for(const stack_walk *w, size_t size) {
+    uint64_t h = 0xcbf29ce484222325ull ^ size;
+    for (int i = 0; i < w->depth; i++)
+        h = (h ^ w->pcs[i]) * 0x100000001b3ull;
+    bucket **head = &bucket_heads[h % BUCKET_HEADS];
+    for (bucket *b = *head; b != NULL; b = b->next)
+        if (b->hash == h && b->size == size && b->depth == w->depth &&
+            memcmp(b->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
+            return b;
+    bucket *b = pool_alloc(&bucket_pool);
+    if (b == NULL)
+        return NULL;
+    b->hash = h;
+    b->size = size;
+    b->depth = w->depth;
+    memcpy(b->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]);
+    b->next = *head;
+    *head = b;
+    return b;
+}
+
+static int unwinder_primed; /* atomic: profile_start ran */
+
+void hc_layer_on_sampled_alloc(void *block, size_t size) {
+    stack_walk w = {.depth = 0};
+    /* Before the library's constructor primed the unwinder (the loader's
+     * own first mallocs) a sample keeps no stack rather than risk it. */
+    if (__atomic_load_n(&unwinder_primed, __ATOMIC_ACQUIRE))
+        take_stack(&w); /* before the lock: the unwinder takes the loader's */
+    hc_lock_acquire(&profile_lock);
+    samples++;
+    bucket *b = bucket_for(&w, size);
+    live_block *l = b != NULL ? pool_alloc(&live_pool) : NULL;
+    if (l == NULL) {
+        dropped++;
+    } else {
+        b->allocs++;
+        l->block = block;
+        l->bucket = b;
+        l->next = live_heads[live_index(block)];
+        live_heads[live_index(block)] = l;
+        live_samples++;
+    }
+    hc_lock_release(&profile_lock);
+}
+
+void hc_layer_on_sampled_free(void *block) {
+    hc_lock_acquire(&profile_lock);
+    for (live_block **at = &live_heads[live_index(block)]; *at != NULL; at = &(*at)->next) {
+        live_block *l = *at;
+        if (l->block != block)
+            continue;
+        *at = l->next;
+        l->bucket->frees++;
+        live_samples--;
+        pool_free(&live_pool, l);
+        break;
+    }
+    hc_lock_release(&profile_lock);
+}
+
+/* ---- Estimates ------------------------------------------------------------------- */
+
+/* 1 / p(size): how many allocations of `size` bytes one sample stands for. */
+static double weight(size_t size) {
+    if (current_sample_bytes() <= 1)
+        return 1;
+    return 1 / one_minus_exp_neg((double)(size == 0 ? 1 : size) / (double)current_sample_bytes());
+}
+
+/* ---- Writing a profile -------------------------------------------------------------- */
+
+static void put_hex(hc_fd_out *o, uintptr_t v) {
+    char text[19];
+    int n = 18;
+    text[n] = '\0';
+    do {
+        text[--n] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    text[--n] = 'x';
+    text[--n] = '0';
+    fd_out_put(o, text + n);
+}
+
+/* "<count>: <bytes> [<count>: <bytes>] @" as pprof's reader wants it. */
+static void put_counts(hc_fd_out *o, size_t n1, size_t s1, size_t n2, size_t s2) {
+    fd_out_put_u(o, n1);
+    fd_out_put(o, ": ");
+    fd_out_put_u(o, s1);
+    fd_out_put(o, " [");
+    fd_out_put_u(o, n2);
+    fd_out_put(o, ": ");
+    fd_out_put_u(o, s2);
+    fd_out_put(o, "] @");
+}
+
+/* /proc/self/maps, copied in pieces through the output's buffer. */
+static void put_maps(hc_fd_out *o) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    fd_out_flush(o);
+    for (;;) {
+        ssize_t n = read(fd, o->buf, sizeof o->buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        o->len = (size_t)n;
+        fd_out_flush(o);
+    }
+    close(fd);
+}
+
+/* live_only: the leak profile (buckets with live samples only). profile_lock held. */
+static int write_profile_locked(int fd, int live_only) {
+    hc_fd_out o = {.fd = fd};
+    size_t n1 = 0, s1 = 0, n2 = 0, s2 = 0;
+    for (size_t i = 0; i < BUCKET_HEADS; i++)
+        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
+            n1 += b->allocs - b->frees;
+            s1 += (b->allocs - b->frees) * b->size;
+            n2 += b->allocs;
+            s2 += b->allocs * b->size;
+        }
+    fd_out_put(&o, "heap profile: ");
+    put_counts(&o, n1, s1, n2, s2);
+    /* pprof unsamples each line by 1/p(its size) when it sees the rate;
+     * "heapprofile" tells it the counts are exact (every allocation sampled). */
+    if (current_sample_bytes() <= 1) {
+        fd_out_put(&o, " heapprofile\n");
+    } else {
+        fd_out_put(&o, " heap_v2/");
+        fd_out_put_u(&o, current_sample_bytes());
+        fd_out_put(&o, "\n");
+    }
+    for (size_t i = 0; i < BUCKET_HEADS; i++)
+        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
+            size_t live = b->allocs - b->frees;
+            if (live_only && live == 0)
+                continue;
+            put_counts(&o, live, live * b->size, live_only ? live : b->allocs,
+                       (live_only ? live : b->allocs) * b->size);
+            for (int k = 0; k < b->depth; k++) {
+                fd_out_put(&o, " ");
+                put_hex(&o, b->pcs[k]);
+            }
+            fd_out_put(&o, "\n");
+        }
+    fd_out_put(&o, "\nMAPPED_LIBRARIES:\n");
+    put_maps(&o);
+    return fd_out_finish(&o);
+}
+
+static size_t profiles_written;
+
+/* PREFIX.<pid>.<tag>.heap into path; 0, or -1 if there is no prefix or it
+ * does not fit. */
+static int profile_path(const char *tag, char *path, size_t size) {
+    const char *prefix = hc_get_options()->profile_prefix;
+    if (prefix == NULL)
+        return -1;
+    hc_fd_out name = {.fd = -1};
+    fd_out_put(&name, prefix);
+    fd_out_put(&name, ".");
+    fd_out_put_u(&name, (uint64_t)getpid());
+    fd_out_put(&name, ".");
+    fd_out_put(&name, tag);
+    fd_out_put(&name, ".heap");
+    if (name.len >= size || name.len >= sizeof name.buf)
+        return -1;
+    memcpy(path, name.buf, name.len);
+    path[name.len] = '\0';
+    return 0;
+}
+
+/* PREFIX.<pid>.<tag>.heap, written whole. */
+static void write_profile_file(const char *tag, int live_only) {
+    char path[4096];
+    if (profile_path(tag, path, sizeof path) != 0)
+        return;
+    int saved_errno = errno; /* malloc must not change errno when it succeeds */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        hc_warn("HCMALLOC_PROFILE: cannot create the profile file");
+    } else {
+        hc_lock_acquire(&profile_lock);
+        if (write_profile_locked(fd, live_only) == 0)
+            profiles_written++;
+        hc_lock_release(&profile_lock);
+        close(fd);
+    }
+    errno = saved_errno;
+}
+
+static unsigned profile_sequence; /* atomic */
+
+static void write_numbered_profile(void) {
+    char tag[12];
+    unsigned n = __atomic_add_fetch(&profile_sequence, 1, __ATOMIC_RELAXED);
+    for (int i = 3; i >= 0; i--, n /= 10)
+        tag[i] = (char)('0' + n % 10);
+    tag[4] = '\0';
+    write_profile_file(tag, 0);
+}
+
+static void dump_interval_profile(void) { write_numbered_profile(); }
+
+int hc_profile_dump(int fd) {
+    if (read_sample_bytes() == 0) {
+        errno = ENOSYS; /* HCMALLOC_PROFILE_SAMPLE_BYTES=0: not sampling */
+        return -1;
+    }
+    hc_lock_acquire(&profile_lock);
+    int r = write_profile_locked(fd, 0);
+    hc_lock_release(&profile_lock);
+    return r;
+}
+
+/* ---- The leak check at exit -------------------------------------------------------- */
+
+/* "name+0x12 (module)" where the loader knows a symbol, else the module and
+ * offset: enough to find the line; pprof on the leak profile names all. */
+static void put_frame(hc_fd_out *o, uintptr_t pc) {
+    Dl_info info;
+    fd_out_put(o, "    ");
+    put_hex(o, pc);
+    if (dladdr((void *)(pc - 1), &info) != 0) {
+        fd_out_put(o, " ");
+        if (info.dli_sname != NULL) {
+            fd_out_put(o, info.dli_sname);
+            fd_out_put(o, "+");
+            put_hex(o, pc - (uintptr_t)info.dli_saddr);
+        } else {
+            put_hex(o, pc - (uintptr_t)info.dli_fbase);
+        }
+        if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
+            fd_out_put(o, " (");
+            fd_out_put(o, info.dli_fname);
+            fd_out_put(o, ")");
+        }
+    }
+    fd_out_put(o, "\n");
+}
+
+static void leak_report(void) {
+    hc_fd_out o = {.fd = STDERR_FILENO};
+    hc_lock_acquire(&profile_lock);
+    double blocks = 0, bytes = 0;
+    size_t stacks = 0;
+    for (size_t i = 0; i < BUCKET_HEADS; i++)
+        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
+            size_t live = b->allocs - b->frees;
+            if (live == 0)
+                continue;
+            stacks++;
+            blocks += live * weight(b->size);
+            bytes += live * weight(b->size) * (double)b->size;
+        }
+    fd_out_put(&o, "hcmalloc: leak check: ");
+    if (stacks == 0) {
+        fd_out_put(&o, "no sampled block is live at exit (");
+        fd_out_put_u(&o, samples);
+        fd_out_put(&o, " sampled, 1 in ");
+        fd_out_put_u(&o, current_sample_bytes());
+        fd_out_put(&o, " bytes)\n");
+    } else {
+        fd_out_put(&o, "an estimated ");
+        fd_out_put_u(&o, (uint64_t)(bytes + 0.5));
+        fd_out_put(&o, " bytes in ");
+        fd_out_put_u(&o, (uint64_t)(blocks + 0.5));
+        fd_out_put(&o, " blocks still live at exit, from ");
+        fd_out_put_u(&o, live_samples);
+        fd_out_put(&o, " sampled blocks (1 in ");
+        fd_out_put_u(&o, current_sample_bytes());
+        fd_out_put(&o, " bytes sampled)\n");
+        for (size_t i = 0; i < BUCKET_HEADS; i++)
+            for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
+                size_t live = b->allocs - b->frees;
+                if (live == 0)
+                    continue;
+                double w = weight(b->size);
+                fd_out_put(&o, "  leak: ~");
+                fd_out_put_u(&o, (uint64_t)(live * w * (double)b->size + 0.5));
+                fd_out_put(&o, " bytes in ~");
+                fd_out_put_u(&o, (uint64_t)(live * w + 0.5));
+                fd_out_put(&o, " blocks of ");
+                fd_out_put_u(&o, b->size);
+                fd_out_put(&o, " bytes (");
+                fd_out_put_u(&o, live);
+                fd_out_put(&o, " sampled), allocated at:\n");
+                for (int k = 0; k < b->depth; k++)
+                    put_frame(&o, b->pcs[k]);
+            }
+        char path[4096];
+        if (profile_path("leak", path, sizeof path) == 0) {
+            fd_out_put(&o, "hcmalloc: leak check: the leaks' profile is ");
+            fd_out_put(&o, path);
+            fd_out_put(&o, " (google-pprof --text PROGRAM FILE)\n");
+        }
+    }
+    hc_lock_release(&profile_lock);
+    fd_out_finish(&o);
+}
+
+/* ---- Start and exit -------------------------------------------------------------- */
+
+static void fork_prepare(void) { hc_lock_acquire(&profile_lock); }
+static void fork_release(void) { hc_lock_release(&profile_lock); }
+
+static _Unwind_Reason_Code count_frame(struct _Unwind_Context *ctx, void *data) {
+    (void)ctx;
+    ++*(int *)data;
+    return _URC_NO_REASON;
+}
+
+__attribute__((constructor)) static void profile_start(void) {
+    const hc_options *o = hc_get_options();
+    dl_iterate_phdr(find_own_text, (void *)(uintptr_t)&hc_malloc);
+    int frames = 0;
+    _Unwind_Backtrace(count_frame, &frames); /* priming: binds and warms the unwinder */
+    open_libunwind();
+    if (cached_backtrace != NULL) {
+        void *pcs[4];
+        cached_backtrace(pcs, 4); /* priming it too: its first call sets itself up */
+    }
+    /* After the allocator's own handlers (fork.c), so that ours, registered
+     * later, runs first before a fork: the profile lock is taken outside
+     * every allocator lock, as everywhere. */
+    hc_fork_register();
+    pthread_atfork(fork_prepare, fork_release, fork_release);
+    if (o->profile_prefix != NULL && o->profile_interval_bytes != 0)
+        __atomic_store_n(&next_interval_dump, o->profile_interval_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&unwinder_primed, 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((destructor)) static void profile_at_exit(void) {
+    const hc_options *o = hc_get_options();
+    if (read_sample_bytes() == 0)
+        return;
+    if (o->profile_prefix != NULL)
+        write_numbered_profile();
+    if (o->leak_check) {
+        leak_report();
+        write_profile_file("leak", 1);
+    }
+}
+
+void hc_profile_get_stats(hc_profile_stats *out) {
+    memset(out, 0, sizeof *out);
+    out->sample_bytes = read_sample_bytes();
+    hc_lock_acquire(&profile_lock);
+    out->samples = samples;
+    out->live_samples = live_samples;
+    out->dropped = dropped;
+    out->profiles_written = profiles_written;
+    double est = 0;
+    for (size_t i = 0; i < BUCKET_HEADS; i++)
+        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next)
+            est += (double)(b->allocs - b->frees) * weight(b->size) * (double)b->size;
+    out->live_estimate = (size_t)(est + 0.5);
+    hc_lock_release(&profile_lock);
+}
+
+#else /* !HC_SAMPLING: the plain library has no sampler */
+
+int hc_profile_dump(int fd) {
+    (void)fd;
+    errno = ENOSYS;
+    return -1;
+}
+
+void hc_profile_get_stats(hc_profile_stats *out) { memset(out, 0, sizeof *out); }
+
+/* The variables a user sets expecting a profile: say they do nothing here. */
+__attribute__((constructor)) static void profile_variables_ignored(void) {
+    const hc_options *o = hc_get_options();
+    if (o->profile_prefix != NULL || o->leak_check)
+        hc_warn("HCMALLOC_PROFILE / HCMALLOC_LEAK_CHECK are ignored: this build has no sampler "
+                "(use libhcmalloc_profiler.so)");
+}
+
+#endif /* HC_SAMPLING */

@@ -1,0 +1,83 @@
+/* stage4_reclaim/profile_sites.c — a program whose heap is known, for the
+ * heap profiler's tests (profile_test.sh). Linked with
+ * libhcmalloc_profiler.so (or preloaded onto it).
+ *
+ * Each site is its own function, never inlined and never a tail call, so
+ * that it is the first frame above malloc in every sample:
+ *   site_pages     keeps 10240 x 4 KiB        = 40 MiB live
+ *   site_tiny      keeps 218453 x 48 B        ~ 10 MiB live
+ *   site_huge      keeps 100 x 200 KiB        ~ 19.5 MiB live (larger than the
+ *                  test's sample distance: sampled almost every time)
+ *   site_even/site_odd  alternate 4 KiB blocks, 5120 each = 20 MiB live each
+ *                  (a sampler with a fixed distance would lock onto one)
+ *   site_churn     allocates 102400 x 1000 B = ~97.7 MiB, freeing each at once
+ *   site_leak      leaks 64 x 512 B = 32 KiB (the leak check's)
+ * `./profile_sites dump FILE` also writes hc_dump_heap_profile to FILE
+ * before it frees everything but site_leak's blocks.
+ * `./profile_sites keep` frees nothing at the end (all of it is "leaked").
+ * `./profile_sites leak` runs only site_churn (1000 times) and site_leak:
+ * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/hcmalloc.h"
+
+static void *volatile sink; /* keeps every call a call, and every block used */
+
+#define SITE(name, bytes)                                   \
+    __attribute__((noinline)) void *name(void) {            \
+        void *p = malloc(bytes);                            \
+        if (p == NULL) {                                    \
+            perror(#name);                                  \
+            exit(1);                                        \
+        }                                                   \
+        sink = p;                                           \
+        return p;                                           \
+    }
+SITE(site_pages, 4096)
+SITE(site_tiny, 48)
+SITE(site_huge, 200 << 10)
+SITE(site_even, 4096)
+SITE(site_odd, 4096)
+SITE(site_churn, 1000)
+SITE(site_leak, 512)
+
+#define KEEP (10240 + 218453 + 100 + 2 * 5120)
+static void *keep[KEEP];
+
+int main(int argc, char **argv) {
+    size_t n = 0;
+    if (argc == 2 && strcmp(argv[1], "leak") == 0) {
+        for (int i = 0; i < 1000; i++) free(site_churn());
+        for (int i = 0; i < 64; i++) site_leak();
+        printf("profile_sites: 64 blocks of 512 bytes leaked\n");
+        return 0;
+    }
+    for (int i = 0; i < 10240; i++) keep[n++] = site_pages();
+    for (int i = 0; i < 218453; i++) keep[n++] = site_tiny();
+    for (int i = 0; i < 100; i++) keep[n++] = site_huge();
+    for (int i = 0; i < 5120; i++) {
+        keep[n++] = site_even();
+        keep[n++] = site_odd();
+    }
+    for (int i = 0; i < 102400; i++) free(site_churn());
+    for (int i = 0; i < 64; i++) site_leak();
+    if (argc == 3 && strcmp(argv[1], "dump") == 0) {
+        int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || hc_dump_heap_profile(fd) != 0) {
+            perror("hc_dump_heap_profile");
+            return 1;
+        }
+        close(fd);
+    }
+    if (argc == 2 && strcmp(argv[1], "keep") == 0) {
+        printf("profile_sites: %zu blocks kept to the end\n", n);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) free(keep[i]);
+    printf("profile_sites: %zu blocks kept, then freed\n", n);
+    return 0;
+}

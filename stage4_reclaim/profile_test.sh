@@ -1,0 +1,152 @@
+#!/bin/bash
+# stage4_reclaim/profile_test.sh SITES SITES_FP SIZED_DELETE PROFILER_LIB PLAIN_LIB
+# — the heap profiler end to end, read by google-pprof (Debian's
+# google-perftools, tools/setup.sh):
+#   1. profile_sites (linked with libhcmalloc_profiler.so; with and without
+#      frame pointers; with libunwind and with libgcc's unwinder) dumps its live heap with hc_dump_heap_profile; pprof's
+#      --text must put its sites in the order of their true sizes, each
+#      within TOLERANCE of the truth, and main's cumulative share must be
+#      the whole program's (a whole stack); --alloc_space must show what
+#      site_churn allocated and freed. The sample distance is 8 KiB here, so
+#      the standard deviation of a site's estimate is at most sqrt(T/B):
+#      2.8% for the 10 MiB site, 1.4% for 40 MiB (docs/profiling.md). The
+#      bound is 15%: over five standard deviations for every site.
+#   2. HCMALLOC_PROFILE with HCMALLOC_PROFILE_INTERVAL_BYTES=16m writes a
+#      profile per 16 MiB allocated (the program allocates about 207 MiB)
+#      and one at exit.
+#   3. HCMALLOC_LEAK_CHECK=1 estimates each site's leak within TOLERANCE when
+#      sampled, and with every allocation sampled reports exactly
+#      the leaked blocks: 64 x 512 bytes at site_leak, nothing from
+#      site_churn (freed with free) nor site_deleted (sized operator delete,
+#      preloaded), and the 10 objects site_kept leaves; and a leak profile
+#      pprof reads.
+#   4. libhcmalloc.so (no sampler) warns that the variables are ignored.
+set -u
+abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+sites=$(abs "$1")
+sites_fp=$(abs "$2")
+sized_delete=$(abs "$3")
+profiler=$(abs "$4")
+plain=$(abs "$5")
+work="${TEST_TMPDIR:-$(mktemp -d)}"
+TOLERANCE=0.15
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+if ! command -v google-pprof >/dev/null; then
+    echo "FAIL: google-pprof is missing (apt-get install google-perftools: tools/setup.sh)"
+    exit 1
+fi
+
+# pprof's --text rows: "flat flat% sum% cum cum% name"; prints NAME FLAT CUM.
+pprof_rows() { google-pprof --text "$@" 2>/dev/null | awk 'NF >= 6 && $2 ~ /%$/ {print $6, $1, $4}'; }
+
+# near NAME MEASURED TRUTH: within TOLERANCE of the truth (MiB).
+near() {
+    if awk -v m="$2" -v t="$3" -v tol="$TOLERANCE" 'BEGIN { d = m - t; if (d < 0) d = -d; exit !(d <= tol * t) }'; then
+        echo "PASS $1: $2 MiB, truth $3 MiB"
+    else
+        fail "$1: $2 MiB, truth $3 MiB (more than $TOLERANCE off)"
+    fi
+}
+
+# ---- 1. The live heap and the cumulative allocations, through pprof ------------
+# profile_sites under libgcc's unwinder too (the fallback where libunwind8
+# is not installed); the same program, under another name.
+ln -sf "$sites" "$work/profile_sites_libgcc"
+for program in "$sites" "$sites_fp" "$work/profile_sites_libgcc"; do
+    name=$(basename "$program")
+    unwinder=default
+    [ "$name" = profile_sites_libgcc ] && unwinder=libgcc
+    HCMALLOC_PROFILE_UNWINDER=$unwinder HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$program" dump "$work/$name.heap" >/dev/null ||
+        { fail "$name dump exited $?"; continue; }
+    pprof_rows "$program" "$work/$name.heap" >"$work/$name.live"
+    # The top rows by flat size, in the truth's order: 40, 20, 20, 19.5, 10 MiB.
+    top=$(head -5 "$work/$name.live" | awk '{print $1}' | tr '\n' ' ')
+    case $top in
+        "site_pages site_even site_odd site_huge site_tiny "* | "site_pages site_odd site_even site_huge site_tiny "* |\
+        "site_pages site_even site_huge site_odd site_tiny "* | "site_pages site_odd site_huge site_even site_tiny "* |\
+        "site_pages site_huge site_even site_odd site_tiny "* | "site_pages site_huge site_odd site_even site_tiny "*)
+            echo "PASS $name: pprof's top five: $top" ;;
+        *) fail "$name: pprof's top five are: $top"; head -8 "$work/$name.live" ;;
+    esac
+    flat() { awk -v f="$1" '$1 == f {print $2}' "$work/$name.live"; }
+    near "$name site_pages" "$(flat site_pages)" 40
+    near "$name site_even" "$(flat site_even)" 20
+    near "$name site_odd" "$(flat site_odd)" 20
+    near "$name site_huge" "$(flat site_huge)" 19.53
+    near "$name site_tiny" "$(flat site_tiny)" 10.0
+    # A whole stack reaches main: its cumulative share is everything the sites hold.
+    main_cum=$(awk '$1 == "main" {print $3}' "$work/$name.live")
+    near "$name main (cumulative)" "${main_cum:-0}" 109.5
+    churn=$(pprof_rows --alloc_space "$program" "$work/$name.heap" | awk '$1 == "site_churn" {print $2}')
+    near "$name site_churn (allocated, all freed)" "${churn:-0}" 97.66
+    if grep -q site_churn "$work/$name.live"; then
+        fail "$name: site_churn's freed blocks are in the live heap"
+    fi
+done
+
+# ---- 2. Periodic profiles and the one at exit --------------------------------------
+HCMALLOC_PROFILE="$work/run" HCMALLOC_PROFILE_INTERVAL_BYTES=16m HCMALLOC_PROFILE_SAMPLE_BYTES=64k \
+    "$sites" >/dev/null || fail "the HCMALLOC_PROFILE run exited $?"
+count=$(ls "$work"/run.*.heap 2>/dev/null | wc -l)
+if [ "$count" -ge 11 ] && [ "$count" -le 15 ]; then
+    echo "PASS HCMALLOC_PROFILE_INTERVAL_BYTES=16m: $count profiles for about 207 MiB allocated"
+else
+    fail "HCMALLOC_PROFILE_INTERVAL_BYTES=16m: $count profiles, not 11..15 (12 or 13 periodic + 1 at exit)"
+fi
+last=$(ls "$work"/run.*.heap 2>/dev/null | sort | tail -1)
+if [ -n "$last" ] && head -1 "$last" | grep -q '^heap profile: .*@ heap_v2/65536$' && grep -q '^MAPPED_LIBRARIES:$' "$last"; then
+    echo "PASS the exit profile $(basename "$last") is a heap_v2 profile with MAPPED_LIBRARIES"
+else
+    fail "the exit profile is not in the legacy heap format: $(head -1 "$last")"
+fi
+
+# ---- 3. The leak check, exact ------------------------------------------------------------
+HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=1 HCMALLOC_PROFILE="$work/leak" \
+    "$sites" leak >/dev/null 2>"$work/leak.err" || fail "the leak-check run exited $?"
+block=$(grep -A1 'leak: ~32768 bytes in ~64 blocks of 512 bytes (64 sampled), allocated at:' "$work/leak.err")
+if grep -q 'site_leak' <<<"$block"; then
+    echo "PASS leak check: site_leak's 64 x 512 bytes, exactly"
+else
+    fail "leak check: no exact report of site_leak"; cat "$work/leak.err"
+fi
+if grep -q 'site_churn' "$work/leak.err"; then
+    fail "leak check: site_churn's freed blocks are reported"
+fi
+leak_profile=$(ls "$work"/leak.*.leak.heap 2>/dev/null | head -1)
+if [ -n "$leak_profile" ] && [ "$(pprof_rows "$sites" "$leak_profile" | head -1 | awk '{print $1}')" = site_leak ]; then
+    echo "PASS leak profile: pprof's top line is site_leak"
+else
+    fail "leak profile: pprof's top line is not site_leak"
+fi
+
+# Sampled (T = 8 KiB): the report's own estimates (profile.c's weights, not
+# pprof's) per site, against the truth, as in part 1.
+HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" keep >/dev/null 2>"$work/keep.err" ||
+    fail "the sampled leak-check run exited $?"
+estimate() { # SITE: the MiB the report's entries whose first frame is SITE stand for
+    awk -v site="$1" '/^  leak: ~/ { bytes = substr($2, 2); getline; if ($2 ~ "^" site "\\+") sum += bytes }
+                      END { printf "%.2f", sum / 1048576 }' "$work/keep.err"
+}
+near "leak check site_pages" "$(estimate site_pages)" 40
+near "leak check site_tiny" "$(estimate site_tiny)" 10.0
+near "leak check site_huge" "$(estimate site_huge)" 19.53
+
+HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=1 LD_PRELOAD="$profiler" \
+    "$sized_delete" >/dev/null 2>"$work/sized.err" || fail "the sized-delete run exited $?"
+if grep -A1 'leak: ~2000 bytes in ~10 blocks of 200 bytes (10 sampled)' "$work/sized.err" | grep -q site_kept &&
+    ! grep -q site_deleted "$work/sized.err"; then
+    echo "PASS leak check under LD_PRELOAD: site_kept's 10 objects, none of site_deleted's (sized delete)"
+else
+    fail "leak check: sized delete"; cat "$work/sized.err"
+fi
+
+# ---- 4. The plain library has no sampler, and says so ---------------------------------
+HCMALLOC_PROFILE="$work/plain" LD_PRELOAD="$plain" "$sized_delete" >/dev/null 2>"$work/plain.err"
+if grep -q 'ignored.*libhcmalloc_profiler.so' "$work/plain.err" && ! ls "$work"/plain.*.heap >/dev/null 2>&1; then
+    echo "PASS libhcmalloc.so: warns that HCMALLOC_PROFILE is ignored, writes nothing"
+else
+    fail "libhcmalloc.so with HCMALLOC_PROFILE"; cat "$work/plain.err"
+fi
+exit $status
