@@ -34,7 +34,8 @@ typedef struct hc_stats {
                                      allocator gave back what it cached (stage 3+) */
     size_t thread_cache_budget_bytes; /* stage 4: all thread caches together stay under it */
     size_t heap_limit_bytes;      /* stage 4: HCMALLOC_HEAP_LIMIT_MB in bytes; 0 = no limit */
-    size_t heap_limit_hits;       /* stage 4: requests the heap limit refused (ENOMEM) */
+    size_t heap_limit_hits;       /* stage 4: times the heap limit refused to map; a request
+                                     refused is retried once, after the caches go back */
 } hc_stats;
 
 /* Returns a block of at least `size` bytes, 16-byte aligned when size >= 16

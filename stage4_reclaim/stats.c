@@ -103,7 +103,7 @@ size_t hc_format_stats(char *buf, size_t size) {
         put_number(&t, s.heap_limit_bytes >> 20, 10);
         put(&t, " MiB");
     }
-    put(&t, "\n  requests refused at the limit    ");
+    put(&t, "\n  refusals to map at the limit     ");
     put_number(&t, s.heap_limit_hits, 14);
     hc_profile_stats p;
     hc_profile_get_stats(&p);
