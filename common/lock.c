@@ -1,6 +1,6 @@
 /* common/lock.c — the lock watchdog (see lock.h); empty in an NDEBUG build.
  * Slow path only: a lock is taken once per batch, never on the fast path.
- * Reports with write(2): the allocator must not call malloc, even to die. */
+ * Reports with common/fd_out.h: the allocator must not call malloc, even to die. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_mutex_timedlock */
 #include "common/lock.h"
 
@@ -16,35 +16,12 @@ HC_THREAD_LOCAL int hc_lock_fork_owner;
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fd_out.h"
+
 static long long lock_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void lock_write(const char *s) {
-    size_t n = strlen(s);
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, s, n);
-        if (w <= 0) return;
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
-static void lock_write_number(uintptr_t v, unsigned base) {
-    char digits[2 + 2 * sizeof v + 1];
-    int i = (int)sizeof digits - 1;
-    digits[i] = '\0';
-    do {
-        digits[--i] = "0123456789abcdef"[v % base];
-        v /= base;
-    } while (v != 0);
-    if (base == 16) {
-        digits[--i] = 'x';
-        digits[--i] = '0';
-    }
-    lock_write(digits + i);
 }
 
 /* "hcmalloc: lock watchdog: <verb> N s for <what> (0x..) at <where>, held
@@ -53,21 +30,23 @@ __attribute__((noreturn, cold)) static void lock_report(const char *verb, hc_loc
                                                       const char *what, const char *where,
                                                       const char *hint) {
     const char *held_where = __atomic_load_n(&lock->held_where, __ATOMIC_RELAXED);
-    lock_write("hcmalloc: lock watchdog: ");
-    lock_write(verb);
-    lock_write(" ");
-    lock_write_number(HC_LOCK_WATCHDOG_SECONDS, 10);
-    lock_write(" s for ");
-    lock_write(what);
-    lock_write(" (");
-    lock_write_number((uintptr_t)lock, 16);
-    lock_write(") at ");
-    lock_write(where);
-    lock_write(", held since ");
-    lock_write(held_where != NULL ? held_where : "(unknown)");
-    lock_write(" (");
-    lock_write(hint);
-    lock_write(")\n");
+    hc_fd_out o = HC_FD_OUT_INIT(STDERR_FILENO);
+    fd_out_put(&o, "hcmalloc: lock watchdog: ");
+    fd_out_put(&o, verb);
+    fd_out_put(&o, " ");
+    fd_out_put_u(&o, HC_LOCK_WATCHDOG_SECONDS);
+    fd_out_put(&o, " s for ");
+    fd_out_put(&o, what);
+    fd_out_put(&o, " (");
+    fd_out_put_hex(&o, (uintptr_t)lock);
+    fd_out_put(&o, ") at ");
+    fd_out_put(&o, where);
+    fd_out_put(&o, ", held since ");
+    fd_out_put(&o, held_where != NULL ? held_where : "(unknown)");
+    fd_out_put(&o, " (");
+    fd_out_put(&o, hint);
+    fd_out_put(&o, ")\n");
+    fd_out_finish(&o);
     abort();
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/fatal.h"
+#include "common/fd_out.h"
 
 static hc_options options;
 static pthread_once_t options_once = PTHREAD_ONCE_INIT;
@@ -47,11 +48,11 @@ static void read_size(const char *name, size_t *value) {
     }
     /* One line, built without stdio: "<name>: ignoring malformed value". */
     char line[160];
-    size_t n = 0;
-    for (const char *s = name; *s && n < 100; s++) line[n++] = *s;
-    const char *tail = ": ignoring malformed value, using the default";
-    for (const char *s = tail; *s && n + 1 < sizeof line; s++) line[n++] = *s;
-    line[n] = '\0';
+    hc_fd_out o;
+    fd_out_to_string(&o, line, sizeof line);
+    fd_out_put(&o, name);
+    fd_out_put(&o, ": ignoring malformed value, using the default");
+    fd_out_flush(&o);
     hc_warn(line);
 }
 
