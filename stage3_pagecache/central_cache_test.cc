@@ -380,4 +380,57 @@ TEST(SpanRefcount, NoBucketLockIsHeldWhenThePageCacheGrows) {
     EXPECT_EQ(held_lock_seen.load(), 0);
 }
 
+// The lock order, at every entry into the page cache: central_cache_test
+// links with -Wl,--wrap for pc_alloc_span and pc_free_span (BUILD), so every
+// call from another file comes here first. (The os_map observer above sees
+// only the calls that reach the kernel; a span given back to the page cache
+// under a bucket lock never does.)
+std::atomic<int> entries_with_a_bucket_lock{0};
+std::atomic<int> page_cache_entries{0};
+std::atomic<bool> watch_entries{false};
+
+void NoteEntry() {
+    if (!watch_entries.load()) return;
+    page_cache_entries++;
+    entries_with_a_bucket_lock += hc_test::HeldBucketLocks() > 0;
+}
+
+}  // namespace
+
+extern "C" {
+hc_span *__real_pc_alloc_span(size_t pages, unsigned size_class);
+void __real_pc_free_span(hc_span *span);
+hc_span *__wrap_pc_alloc_span(size_t pages, unsigned size_class) {
+    NoteEntry();
+    return __real_pc_alloc_span(pages, size_class);
+}
+void __wrap_pc_free_span(hc_span *span) {
+    NoteEntry();
+    __real_pc_free_span(span);
+}
+}
+
+namespace {
+
+TEST(SpanRefcount, ThePageCacheIsNeverEnteredWithABucketLockHeld) {
+    // One thread (HeldBucketLocks counts busy locks: any is this thread's):
+    // spans taken for many classes, then every object freed and flushed, so
+    // that empty spans beyond each class's spare go back.
+    std::thread([] {
+        watch_entries = true;
+        std::vector<std::pair<void *, size_t>> got;
+        for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls += 3)
+            for (size_t i = 0; i < 3 * (sc_span_pages(cls) << HC_PAGE_SHIFT) / sc_size(cls) + 1; i++)
+                got.emplace_back(hc_malloc(sc_size(cls)), sc_size(cls));
+        for (auto &[p, size] : got) hc_free_sized(p, size);
+        hc_thread_flush();
+        hc_release_free_memory();
+        watch_entries = false;
+    }).join();
+    EXPECT_GT(page_cache_entries.load(), 0) << "the wrap saw no call: check the BUILD's linkopts";
+    EXPECT_EQ(entries_with_a_bucket_lock.load(), 0)
+        << "pc_alloc_span or pc_free_span was called with a bucket lock held: the page cache "
+           "takes its own lock (and may map), so give spans back after the bucket lock is dropped";
+}
+
 }  // namespace
