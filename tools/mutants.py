@@ -136,9 +136,11 @@ MUTANTS = [
 ]
 
 
-def run_stage(stage, mutants, scratch, output_base, log_dir):
-    workspace = os.path.join(scratch, stage)
-    make_lab.make_lab(stage, workspace, reference=True, force=True)
+def run_stage(stage, mutants, scratch, output_base, log_dir, workspace=None):
+    given = workspace is not None  # a reference copy the caller made, and its server
+    if not given:
+        workspace = os.path.join(scratch, stage)
+        make_lab.make_lab(stage, workspace, reference=True, force=True)
     results = []
     for name, _, rel, old, new, target, expect, _ in mutants:
         path = os.path.join(workspace, stage, rel)
@@ -167,8 +169,9 @@ def run_stage(stage, mutants, scratch, output_base, log_dir):
             verdict = f"broken (bazel exit {done.returncode})"
         results.append((name, verdict, target))
         print(f"{name:24} {verdict:10} //{stage}:{target}   ({log})", flush=True)
-    subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=workspace,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not given:
+        subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=workspace,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return results
 
 
@@ -202,9 +205,15 @@ def main(argv):
     parser.add_argument("--write", nargs=2, metavar=("NAME", "DIR"),
                         help="write the stage's sources with mutant NAME applied under DIR/STAGE "
                              "(a hand-in with that bug, for testing the grader) and exit")
+    parser.add_argument("--in", dest="workspace", metavar="DIR", help="run in DIR, a reference "
+                        "copy already built (make_lab.py --reference), with --output-base: "
+                        "each mutant then costs one file's compile and one test (tools/lab_test.sh)")
+    parser.add_argument("--output-base", metavar="DIR", help="with --in: that copy's output base")
     args = parser.parse_args(argv)
     if args.write:
         return write_mutant(*args.write)
+    if bool(args.workspace) != bool(args.output_base):
+        parser.error("--in and --output-base go together")
     chosen = [m for m in MUTANTS if (not args.names or m[0] in args.names)
               and (not args.stage or m[1] == args.stage)]
     if args.list:
@@ -221,7 +230,10 @@ def main(argv):
     try:
         for stage in make_lab.stages():
             of_stage = [m for m in chosen if m[1] == stage]
-            if of_stage:
+            if of_stage and args.workspace:
+                results += run_stage(stage, of_stage, scratch, os.path.abspath(args.output_base),
+                                     log_dir, os.path.abspath(args.workspace))
+            elif of_stage:
                 results += run_stage(stage, of_stage, scratch, os.path.join(scratch, "ob"), log_dir)
     finally:
         subprocess.run(["chmod", "-R", "u+w", scratch], stderr=subprocess.DEVNULL)
