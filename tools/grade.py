@@ -100,7 +100,7 @@ FLAVOUR = re.compile(r"(_tsan|_asan|_valgrind|_debug_test|:debug_test|:dropin_[a
 # shown, not counted (docs/labs/stage2.md: the policy is the lesson).
 NOT_GRADED = {"stage2_centralcache": {"CentralCache.SlowStartGrowsTheBatchOneByOneThenByBatches"}}
 TEST_SECONDS = 60  # per googletest case: the lock watchdog fires at 10 s
-TRACE_SECONDS = 20
+TRACE_SECONDS = 10
 
 
 def log(msg):
