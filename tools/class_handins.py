@@ -96,13 +96,41 @@ def make_lab_regions(stage):
     return found
 
 
+def table(handins_dir, grades_dir):
+    """The separation table of docs/labs/instructors.md, from a graded class."""
+    import json
+    sheets = {}
+    for name in sorted(os.listdir(grades_dir)):
+        if name.endswith(".json"):
+            with open(os.path.join(grades_dir, name), encoding="utf-8") as f:
+                sheets[name[:-5]] = json.load(f)
+    rows = ["| hand-in | what | groups that lose points (tests passed) | throughput | space | "
+            "total | seconds |", "|---|---|---|---|---|---|---|"]
+    for name, sheet in sorted(sheets.items(), key=lambda kv: -kv[1]["total"]):
+        what_path = os.path.join(handins_dir, f"{name}.what")
+        what = open(what_path, encoding="utf-8").read().strip() if os.path.exists(what_path) else ""
+        lost = [f"`{g['target'].split(':')[1]}` {g['passed']}/{g['total']}" for g in sheet["groups"]
+                if g["passed"] < g["total"]]
+        perf = sheet["performance"]
+        shown = ", ".join(lost[:4]) + (f", and {len(lost) - 4} more" if len(lost) > 4 else "")
+        rows.append(f"| `{name}` | {what} | {shown or 'none'} | "
+                    f"{perf['throughput_index']:.2f} | {perf['space_index']:.2f} | "
+                    f"{sheet['total']:.1f} / {sheet['out_of']} | {sheet.get('seconds', 0):.0f} |")
+    return rows
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("stage", nargs="?")
     parser.add_argument("outdir", nargs="?")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--only", metavar="NAME,...", help="write only these hand-ins")
+    parser.add_argument("--table", metavar="GRADES", help="print the separation table of the "
+                        "class in OUTDIR as graded into GRADES (tools/grade.py --out) and exit")
     args = parser.parse_args(argv)
+    if args.table:
+        print("\n".join(table(args.outdir, args.table)))
+        return 0
     stages = [args.stage] if args.stage else list(CLASS)
     if args.list:
         for stage in stages:

@@ -18,9 +18,15 @@
 # of its own, shut down at the end), so googletest is built once for all
 # stages and the developer's workspace is never touched.
 #
+# After the reference copy passes, the rules only a dedicated test sees
+# (lab 3's release stores and lock order, lab 4's idle-only stealing) are
+# broken on purpose there (tools/mutants.py --in: seconds each) and must fail.
 # Then, in the skeleton, the handout (LAB.md):
 #   3. names every test target of //STAGE:all, and every file path it
 #      names exists in the workspace (no question points outside it);
+#      every code name in its backticks is in the workspace or declared not
+#      to be, and its yardstick table is tools/yardsticks.json's
+#      (tools/handout_check.py);
 #   4. every command in its ```sh blocks runs: `tools/make_lab.py STAGE labN`
 #      in a scratch copy of the clone (after which the clone's `bazel query
 #      //...` must still work: .bazelignore), `bazel` commands analysed in
@@ -28,12 +34,12 @@
 #      `tools/grade.py` for real (its preview sheet must come out, below
 #      half marks for a skeleton); `cd` and `tools/setup.sh` are skipped.
 # And once, if stage2_centralcache is among the stages, the grader itself:
-#   5. tools/grade.py --handin on three hand-ins of lab 2, the reference, a
-#      leaky one (tools/mutants.py's fetch_drops_span_rest) and a half-done
-#      one (make_lab.py --keep: overflow_to_central missing), must rank
-#      them: reference > leaky > half, the reference passing every test,
-#      the leaky one losing space points. HC_LAB_TEST_GRADER=0 skips 4's grade
-#      runs and 5 (they add about a minute per stage and three for 5).
+#   5. tools/grade.py --handin on a class of three hand-ins of lab 2
+#      (tools/class_handins.py: the reference, the leaky fetch_drops_span_rest
+#      and a half-done one), graded in one invocation, must rank them
+#      reference > leaky > half, the reference passing every test, the leaky
+#      one losing space points and conformance points with the assertion
+#      quoted. HC_LAB_TEST_GRADER=0 skips 4's grade runs and 5.
 #
 # First tools/make_lab_test.py checks the marker parsing on its own.
 #
