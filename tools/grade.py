@@ -42,7 +42,9 @@ handout gives (GIVEN below: e.g. lab 3's heap_map_test) weighs a quarter of
 one that tests a piece the student writes.
 
 Performance index, per trace (tools/trace_driver.c: churn, ramp, threads,
-handoff, waves, large, exits; best of --reps runs, each a fresh process),
+handoff, waves, large, exits; --reps runs, each a fresh process, each
+followed by libc's run of the trace: the median ratio and the best
+utilisation count),
 against the yardsticks shipped in tools/yardsticks.json (the reference of
 each stage, measured once with --reference --write-yardsticks; the figures
 are in each handout):
@@ -374,23 +376,35 @@ def run_trace(binary, trace):
             "utilisation": int(held) / int(mapped) if int(mapped) else None}
 
 
-def run_traces(binaries, reps):
-    """[{trace: best run or None}] for each binary. The binaries take turns,
-    run by run, so a machine that gets busier slows them alike."""
-    best = [dict.fromkeys(TRACES) for _ in binaries]
-    failed = [set() for _ in binaries]
+def run_traces(mine_bin, libc_bin, reps):
+    """{trace: {"ratio", "utilisation", "mine", "libc"}, or None if the
+    hand-in's trace failed}. Each rep runs the hand-in's binary and then
+    libc's back to back, and their ratio is taken then: on a shared machine
+    the load changes from second to second, and two neighbouring runs see
+    about the same. The median ratio of the reps counts (one unlucky rep
+    does not), and the best utilisation (how tight the allocator can be;
+    a trace with threads varies with their interleaving)."""
+    out = {}
     for trace in TRACES:
+        ratios, utils, best_mine, best_libc = [], [], None, None
         for _ in range(reps):
-            for i, binary in enumerate(binaries):
-                if trace in failed[i]:
-                    continue
-                run = run_trace(binary, trace)
-                if run is None:
-                    failed[i].add(trace)
-                    best[i][trace] = None
-                elif best[i][trace] is None or run["ops_per_s"] > best[i][trace]["ops_per_s"]:
-                    best[i][trace] = run
-    return best
+            m = run_trace(mine_bin, trace)
+            if m is None:
+                ratios = None
+                break
+            l = run_trace(libc_bin, trace)
+            if l is not None:
+                ratios.append(m["ops_per_s"] / l["ops_per_s"])
+                best_libc = l if best_libc is None or l["ops_per_s"] > best_libc["ops_per_s"] else best_libc
+            utils.append(m["utilisation"] or 0.0)
+            best_mine = m if best_mine is None or m["ops_per_s"] > best_mine["ops_per_s"] else best_mine
+        if ratios is None:
+            out[trace] = None
+            continue
+        ratios.sort()
+        out[trace] = {"ratio": ratios[len(ratios) // 2] if ratios else None,
+                      "utilisation": max(utils), "mine": best_mine, "libc": best_libc}
+    return out
 
 
 def load_yardsticks(stage):
@@ -402,18 +416,19 @@ def load_yardsticks(stage):
         return {}
 
 
-def grade_performance(mine, libc, yardsticks):
+def grade_performance(runs, yardsticks):
     per_trace = {}
     thr, space = [], []
     for trace in TRACES:
-        m, l, y = mine.get(trace), libc.get(trace), yardsticks.get(trace)
+        r, y = runs.get(trace), yardsticks.get(trace)
         if y is None:
             raise SystemExit(f"grade: no yardstick for trace {trace} in {YARDSTICKS}: "
                              f"measure them with --reference --write-yardsticks")
-        ratio = m["ops_per_s"] / l["ops_per_s"] if m and l else None
+        ratio = r["ratio"] if r else None
         t = min(1.0, ratio / y["throughput_vs_libc"]) if ratio else 0.0
-        s = min(1.0, (m["utilisation"] or 0) / y["utilisation"]) if m else 0.0
-        per_trace[trace] = {"mine": m, "libc": l, "yardstick": y,
+        s = min(1.0, r["utilisation"] / y["utilisation"]) if r else 0.0
+        per_trace[trace] = {"mine": r and r["mine"], "libc": r and r["libc"], "yardstick": y,
+                            "utilisation": round(r["utilisation"], 4) if r else None,
                             "throughput_vs_libc": round(ratio, 3) if ratio else None,
                             "throughput_index": round(t, 3), "space_index": round(s, 3)}
         thr.append(t)
@@ -427,15 +442,14 @@ def grade_performance(mine, libc, yardsticks):
     }
 
 
-def measured_yardsticks(mine, libc):
+def measured_yardsticks(runs):
     """What --write-yardsticks ships: the reference's own figures."""
     out = {}
     for trace in TRACES:
-        m, l = mine.get(trace), libc.get(trace)
-        if not m or not l or not m.get("utilisation"):
+        r = runs.get(trace)
+        if not r or not r["ratio"] or not r["utilisation"]:
             raise SystemExit(f"grade: the reference's {trace} trace failed: no yardstick written")
-        out[trace] = {"throughput_vs_libc": round(m["ops_per_s"] / l["ops_per_s"], 3),
-                      "utilisation": round(m["utilisation"], 4)}
+        out[trace] = {"throughput_vs_libc": round(r["ratio"], 3), "utilisation": round(r["utilisation"], 4)}
     return out
 
 
@@ -443,7 +457,7 @@ def yardstick_table(stage):
     """The handout's table of the shipped yardsticks (tools/handout_check.py
     checks that LAB.md holds exactly these lines)."""
     y = load_yardsticks(stage)
-    rows = ["| trace | what it replays | the reference, in ops/s x libc malloc's | "
+    rows = ["| trace | what it replays | the reference's ops/s, as a multiple of libc malloc's | "
             "the reference's utilisation |", "|---|---|---|---|"]
     for trace in TRACES:
         if trace in y:
@@ -478,8 +492,8 @@ def format_sheet(sheet):
     out.append("performance (yardstick: the reference's figures, tools/yardsticks.json; "
                "throughput as a ratio to libc malloc run here)")
     for trace, t in perf["traces"].items():
-        m, y = t["mine"], t["yardstick"]
-        util = f"{m['utilisation']:.2f}" if m and m.get("utilisation") is not None else "-"
+        y = t["yardstick"]
+        util = f"{t['utilisation']:.2f}" if t["utilisation"] is not None else "-"
         rate = f"x{t['throughput_vs_libc']:.2f} libc" if t["throughput_vs_libc"] else "failed"
         out.append(f"    {trace:8} {rate:>11} (ref x{y['throughput_vs_libc']:.2f}) throughput "
                    f"{t['throughput_index']:.2f}   utilisation {util} (ref {y['utilisation']:.2f}) "
@@ -505,19 +519,19 @@ def grade(bazel, workspace, stage, mode, quick, reps, jobs=1, write_yardsticks=F
     groups = grade_tests(bazel, workspace, stage, quick, jobs)
     log("grade: performance traces")
     mine_bin, libc_bin = build_drivers(bazel, workspace, stage)
-    mine, libc = run_traces([mine_bin, libc_bin], reps)
+    runs = run_traces(mine_bin, libc_bin, reps)
     if write_yardsticks:
         try:
             with open(YARDSTICKS, encoding="utf-8") as f:
                 shipped = json.load(f)
         except FileNotFoundError:
             shipped = {}
-        shipped[stage] = measured_yardsticks(mine, libc)
+        shipped[stage] = measured_yardsticks(runs)
         with open(YARDSTICKS, "w", encoding="utf-8") as f:
             json.dump(shipped, f, indent=1, sort_keys=True)
             f.write("\n")
         log(f"grade: yardsticks of {stage} written to {YARDSTICKS}")
-    perf = grade_performance(mine, libc, load_yardsticks(stage))
+    perf = grade_performance(runs, load_yardsticks(stage))
     categories = {}
     for category, weight in WEIGHTS.items():
         members = [g for g in groups if g["category"] == category]
