@@ -39,7 +39,9 @@ Weights (100 points; --quick grades out of 90 and says so):
 Inside a category the points are split between its targets, and a target's
 share by the fraction of its tests that pass. A target that tests code the
 handout gives (GIVEN below: e.g. lab 3's heap_map_test) weighs a quarter of
-one that tests a piece the student writes.
+one that tests a piece the student writes; one that tests a rule the
+handout states and nothing else sees (RULES: lab 3's page_map_order_test
+and lock_order_test, lab 4's steal_test) weighs double, all or nothing.
 
 Performance index, per trace (tools/trace_driver.c: churn, ramp, threads,
 handoff, waves, large, exits; --reps runs, each a fresh process, each
@@ -96,6 +98,16 @@ GIVEN = {
                        "release_rate_never_test", "release_rate_eager_test", "release_rate_delay_test"},
 }
 GIVEN_WEIGHT = 0.25
+# Targets that test one rule a handout states and no other test can see
+# (the publication order, the lock order, idle-only stealing): a rule is
+# kept or broken, so the target is all or nothing, and it weighs
+# RULE_WEIGHT: a bug that passes every other test must still cost more
+# than a stray test.
+RULES = {
+    "stage3_pagecache": {"page_map_order_test", "lock_order_test"},
+    "stage4_reclaim": {"steal_test"},
+}
+RULE_WEIGHT = 2.0
 FLAVOUR = re.compile(r"(_tsan|_asan|_valgrind|_debug_test|:debug_test|:dropin_[a-z_]+|:fork_test|"
                      r"_programs_test)$")
 # Tests of one reference policy that a lab leaves to the student: run and
@@ -279,8 +291,11 @@ def grade_tests(bazel, workspace, stage, quick, jobs=1):
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
     for label, kind, category, env in targets:
         name = label.split(":")[1]
+        rule = name in RULES.get(stage, ())
         group = {"target": label, "category": category, "passed": 0, "total": 1, "failures": [],
-                 "weight": GIVEN_WEIGHT if name in GIVEN.get(stage, ()) else 1.0}
+                 "weight": GIVEN_WEIGHT if name in GIVEN.get(stage, ()) else RULE_WEIGHT if rule else 1.0}
+        if rule:
+            group["rule"] = True
         groups.append(group)
         binary = os.path.join(bin_dir, stage, name)
         cases = gtest_cases(binary, dict(os.environ, **env)) if kind == "gtest" and \
@@ -331,7 +346,10 @@ def grade_tests(bazel, workspace, stage, quick, jobs=1):
         total_weight = sum(g["weight"] for g in members)
         for g in members:
             g["max_points"] = weight * g["weight"] / total_weight
-            g["points"] = g["max_points"] * g["passed"] / g["total"] if g["total"] else g["max_points"]
+            share = g["passed"] / g["total"] if g["total"] else 1.0
+            if g.get("rule") and share < 1:
+                share = 0.0  # a rule broken anywhere is broken
+            g["points"] = g["max_points"] * share
     return groups
 
 
@@ -479,7 +497,8 @@ def format_sheet(sheet):
     out = [f"\nhcmalloc grade: {sheet['stage']} ({sheet['mode']})",
            f"{'group':48} {'tests':>9} {'points':>13}"]
     for g in sheet["groups"]:
-        given = "  (given code: a quarter weight)" if g.get("weight", 1) < 1 else ""
+        given = "  (given code: a quarter weight)" if g.get("weight", 1) < 1 else \
+            "  (a stated rule: double weight, all or nothing)" if g.get("rule") else ""
         out.append(f"{g['target']:48} {g['passed']:>4}/{g['total']:<4} {g['points']:6.2f} / "
                    f"{g['max_points']:5.2f}{given}")
         if g.get("not_graded"):
