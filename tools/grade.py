@@ -51,6 +51,8 @@ against the yardsticks shipped in tools/yardsticks.json (the reference of
 each stage, measured once with --reference --write-yardsticks; the figures
 are in each handout):
     throughput  min(1, (your ops/s / libc's) / (the reference's ops/s / libc's)),
+                seconds of CPU (user + system, every thread), not of the wall
+                clock: on a shared machine wall time measures the other jobs,
                 libc malloc replaying the same trace on the same machine, in
                 turns with yours: a ratio travels between machines, ops/s do not
     space       min(1, your utilisation / the reference's), where utilisation
@@ -389,8 +391,9 @@ def run_trace(binary, trace):
         return None
     if done.returncode != 0:
         return None
-    _, ops, seconds, held, mapped = done.stdout.split()
-    return {"ops_per_s": int(ops) / max(float(seconds), 1e-9),
+    _, ops, seconds, held, mapped, cpu = done.stdout.split()
+    # Per CPU second, not per wall second: see tools/trace_driver.c.
+    return {"ops_per_s": int(ops) / max(float(cpu), 1e-6), "wall_s": float(seconds),
             "utilisation": int(held) / int(mapped) if int(mapped) else None}
 
 
