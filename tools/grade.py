@@ -233,7 +233,8 @@ def failure_reason(out, limit=300):
     for i, line in enumerate(lines):
         if re.search(r"(ThreadSanitizer|AddressSanitizer|LeakSanitizer): ", line) or \
                 re.match(r"^==\d+== (Invalid|Conditional|Mismatched|Syscall param|\S+ bytes in)", line):
-            frames = [l.strip() for l in lines[i + 1:i + 30] if re.match(r"^\s*(#\d+ |==\d+==\s+(at|by) )", l)]
+            frames = [re.sub(r"^==\d+==\s+", "", l.strip()) for l in lines[i + 1:i + 30]
+                      if re.match(r"^\s*(#\d+ |==\d+==\s+(at|by) )", l)]
             head = re.sub(r"^==\d+== |\(pid=\d+\)", "", line.strip())
             return _SOURCE_PATH.sub(r"\1", " / ".join([head] + frames[:2]))[:limit]
     for line in lines:
