@@ -29,8 +29,11 @@ def main(argv):
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--filter", default="*", help="cases to repeat (fnmatch), default all")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable the binaries' BUILD sets (env = ...)")
     args = parser.parse_args(argv)
     env = dict(os.environ, TEST_TMPDIR=tempfile.mkdtemp(prefix="repeat-cases."))
+    env.update(e.split("=", 1) for e in args.env)
     work = []
     for binary in args.binaries:
         cases = grade.gtest_cases(os.path.abspath(binary), env) or []
@@ -39,12 +42,15 @@ def main(argv):
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(grade.run_case, os.path.abspath(b), c, env, os.getcwd()): (b, c)
                    for b, c in work for _ in range(args.runs)}
-        for future in concurrent.futures.as_completed(futures):
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             ok, reason = future.result()
             if ok is False:
                 key = futures[future]
                 fails[key] += 1
                 why.setdefault(key, reason)
+                print(f"failed: {os.path.basename(key[0])} {key[1]}: {reason}", flush=True)
+            if done % 500 == 0:
+                print(f"({done} of {len(futures)} runs)", flush=True)
     for (binary, case), n in sorted(fails.items()):
         print(f"{n:4}/{args.runs}  {os.path.basename(binary)} {case}: {why[(binary, case)]}")
     print(f"repeat_cases: {len(work)} cases x {args.runs} runs, {len(fails)} failed at least once")
