@@ -13,7 +13,8 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer(const char *what, const vo
 /* Why an object in a returned batch may be invalid (central cache). */
 #define HC_CORRUPT_LIST_WHY                                                              \
     "returned from a thread cache: a free list corrupted by a double free or a write " \
-    "after free, or a wrong size given to free_sized"
+    "after free, a wrong size given to free_sized, or (in the allocator) a chain of n " \
+    "objects walked past its n-th"
 
 /* The same, followed by " (<why>)": what the allocator can tell of the cause. */
 __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, const void *addr,

@@ -196,11 +196,17 @@ TEST(PageCache, VeryLargeSpansAreMappedDirectlyAndRegistered) {
     EXPECT_EQ(pc_span_of(base + span_bytes(s) - 1), s);
     base[0] = 1;
     base[span_bytes(s) - 1] = 2;
+    // The page-map leaves the mapping touches (one per 1 GiB region).
+    const size_t leaves = ((span_page_of(base + span_bytes(s) - 1) >> PM_LEAF_BITS) -
+                           (span_page_of(base) >> PM_LEAF_BITS)) + 1;
     pc_free_span(s);
     EXPECT_EQ(pm_lookup(span_page_of(base)), nullptr) << "unregistered before it was unmapped";
-    // Slack: registering the span may have mapped a page-map leaf, which
-    // stays (1.125 MiB; more than 1 MiB under --config=opt's layout).
-    EXPECT_LE(os_mapped_bytes(), mapped + sizeof(pm_leaf) + (1 << 20)) << "given back to the OS";
+    // Slack: registering the span may have mapped a page-map leaf for each
+    // 1 GiB region it touches, and leaves stay: two when the mapping
+    // straddles a leaf boundary (it did in 12 of 200 runs with an allowance
+    // of one). The 1 MiB is --config=opt's layout.
+    EXPECT_LE(os_mapped_bytes(), mapped + leaves * sizeof(pm_leaf) + (1 << 20))
+        << "given back to the OS (" << leaves << " page-map leaves allowed)";
     EXPECT_EQ(Census().direct_pages, 0u);
 
     hc_span *aligned = pc_alloc_span_aligned(pages, 256);  // 2 MiB aligned

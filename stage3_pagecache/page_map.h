@@ -110,7 +110,9 @@ HC_INLINE unsigned pm_class_of(const void *p) {
  * size from a page boundary, so its address is a multiple of the largest
  * power of two dividing the size (capped at a page): p & mask must be 0.
  * One table load and a test: hc_free's interior-pointer check, which needs
- * no span. Written for a class before any page gets that class. */
+ * no span. Stored (the same value, relaxed) each time a span takes class
+ * cls, so while other threads read the entry: read it with a relaxed atomic
+ * load too (hc_free does), since to TSan a plain read of it is a race. */
 extern uintptr_t pm_align_mask[HC_NUM_CLASSES];
 
 /* ---- Writers: the caller serialises them (the page cache's lock) ----------- */

@@ -1,24 +1,33 @@
 #!/usr/bin/env python3
 """tools/grade.py — grades a lab: points per group of tests, and a performance index.
 
-    tools/grade.py                       in a lab workspace: a preview of your grade
-    tools/grade.py STAGE --handin DIR    instructor, from the clone: the official grade
-    tools/grade.py STAGE --reference     instructor: the reference's own score sheet
+    tools/grade.py                         in a lab workspace: a preview of your grade
+    tools/grade.py STAGE --handin DIR      instructor, from the clone: the official grade
+    tools/grade.py STAGE --handin D1 D2 .. a class: one sheet each and class.csv (--out)
+    tools/grade.py STAGE --handin FOLDER   the same, for every hand-in folder in FOLDER
+    tools/grade.py STAGE --reference       instructor: the reference's own score sheet
 
 Official grading (--handin) never runs the student's tests: it generates a
 fresh skeleton of STAGE (tools/make_lab.py, the instructor's tests), copies
 in only the hand-in files from DIR (the files of STAGE with LAB regions:
 `tools/grade.py STAGE --handin-list` prints them), and grades that. The
 preview in a workspace grades the workspace as it stands, its tests
-included, and measures throughput against libc malloc, as malloclab's
-mdriver does, since the reference is not there to compare with.
+included.
+
+Speed. A class is graded in one scratch workspace with one Bazel server and
+output base (and --disk-cache, if given, shared by every run): googletest,
+the earlier stages and the sanitizer runtimes are built once, so a hand-in
+costs only its own files' compiles and its test runs. --scratch DIR keeps
+that workspace between invocations. Googletest cases run --jobs at a time.
 
 Groups. Every test target of //STAGE:all is a group. A googletest target is
 run test by test (--gtest_filter), each in its own process with a time
 limit, so an hc_fatal or a deadlock costs that test only; other targets
-(shell tests, sanitizer flavours) pass or fail as a whole under `bazel
-test`. --quick leaves out the flavours (TSan, ASan, Valgrind, debug, the
-drop-in's programs): the plain ones first is also the fast way to iterate.
+(shell tests, sanitizer flavours) run in one `bazel test` and pass or fail
+as a whole. A failure's reason is the failing assertion (file:line: the
+message), the fatal message, or the sanitizer's report, not gtest's summary.
+--quick leaves out the flavours (TSan, ASan, Valgrind, debug, the drop-in's
+programs): the plain ones first is also the fast way to iterate.
 
 Weights (100 points; --quick grades out of 90 and says so):
     unit         35  the stage's own tests (the layer you wrote)
@@ -26,22 +35,38 @@ Weights (100 points; --quick grades out of 90 and says so):
     stress        10  threads, random sizes, faults
     reliability    5  bad input, fuzz replay
     flavours      10  TSan, ASan, Valgrind, debug builds (not with --quick)
-    performance   20  throughput 10 + space 10, on four fixed traces
-Inside a category the points are split evenly between its targets, and a
-target's share by the fraction of its tests that pass.
+    performance   20  throughput 10 + space 10, on the traces below
+Inside a category the points are split between its targets, and a target's
+share by the fraction of its tests that pass. A target that tests code the
+handout gives (GIVEN below: e.g. lab 3's heap_map_test) weighs a quarter of
+one that tests a piece the student writes; one that tests a rule the
+handout states and nothing else sees (RULES: lab 3's page_map_order_test
+and lock_order_test, lab 4's steal_test) weighs double, all or nothing.
 
 Performance index, per trace (tools/trace_driver.c: churn, ramp, threads,
-handoff; best of --reps runs, each a fresh process):
-    throughput  min(1, your ops/s / the yardstick's ops/s)
+handoff, waves, large, exits; --reps runs, each a fresh process, each
+followed by libc's run of the trace: the median ratio and the best
+utilisation count),
+against the yardsticks shipped in tools/yardsticks.json (the reference of
+each stage, measured once with --reference --write-yardsticks; the figures
+are in each handout):
+    throughput  min(1, (your ops/s / libc's) / (the reference's ops/s / libc's)),
+                seconds of CPU (user + system, every thread), not of the wall
+                clock: on a shared machine wall time measures the other jobs,
+                libc malloc replaying the same trace on the same machine, in
+                turns with yours: a ratio travels between machines, ops/s do not
     space       min(1, your utilisation / the reference's), where utilisation
                 = peak bytes the trace holds / peak bytes mapped (os_mapped_bytes)
 averaged over the traces. A trace that crashes scores 0 for both.
 
-The score sheet is printed and written as JSON (--json, default
-grade.json in the graded folder's parent... see --json).
+The score sheet is printed and written as JSON (--json, default grade.json
+in the current folder; a class: --out FOLDER, one NAME.json and NAME.txt
+per hand-in and class.csv).
 """
 
 import argparse
+import concurrent.futures
+import csv
 import json
 import os
 import re
@@ -56,13 +81,42 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 
 WEIGHTS = {"unit": 35, "conformance": 20, "stress": 10, "reliability": 5, "flavours": 10}
 PERF_WEIGHTS = {"throughput": 10, "space": 10}
-TRACES = ["churn", "ramp", "threads", "handoff"]
+TRACES = ["churn", "ramp", "threads", "handoff", "waves", "large", "exits"]
+YARDSTICKS = os.path.join(TOOLS, "yardsticks.json")
+TRACE_ABOUT = {
+    "churn": "random malloc/free of small sizes over 20,000 live slots",
+    "ramp": "200,000 objects of 64 B built up, then all freed; five times",
+    "threads": "two threads, each its own churn",
+    "handoff": "one thread allocates 96 B objects, another frees them",
+    "waves": "8 MiB of one size at a time, 48 B to 508 KiB, freed odd then even",
+    "large": "random blocks of 32 KiB to 1 MiB, 64 live",
+    "exits": "48 short-lived threads, 4 at a time, each caching 3,000 objects",
+}
+# Targets that test code the handout gives (not a piece the student
+# writes): they still must pass, but weigh GIVEN_WEIGHT of a lab target.
+GIVEN = {
+    "stage3_pagecache": {"heap_map_test"},
+    "stage4_reclaim": {"heap_map_test", "trace_test", "release_test", "release_rate_default_test",
+                       "release_rate_never_test", "release_rate_eager_test", "release_rate_delay_test"},
+}
+GIVEN_WEIGHT = 0.25
+# Targets that test one rule a handout states and no other test can see
+# (the publication order, the lock order, idle-only stealing): a rule is
+# kept or broken, so the target is all or nothing, and it weighs
+# RULE_WEIGHT: a bug that passes every other test must still cost more
+# than a stray test.
+RULES = {
+    "stage3_pagecache": {"page_map_order_test", "lock_order_test"},
+    "stage4_reclaim": {"steal_test"},
+}
+RULE_WEIGHT = 2.0
 FLAVOUR = re.compile(r"(_tsan|_asan|_valgrind|_debug_test|:debug_test|:dropin_[a-z_]+|:fork_test|"
                      r"_programs_test)$")
 # Tests of one reference policy that a lab leaves to the student: run and
 # shown, not counted (docs/labs/stage2.md: the policy is the lesson).
 NOT_GRADED = {"stage2_centralcache": {"CentralCache.SlowStartGrowsTheBatchOneByOneThenByBatches"}}
 TEST_SECONDS = 60  # per googletest case: the lock watchdog fires at 10 s
+TRACE_SECONDS = 10
 
 
 def log(msg):
@@ -70,21 +124,29 @@ def log(msg):
 
 
 class Bazel:
-    def __init__(self, workspace, output_base=None):
-        self.workspace, self.output_base = workspace, output_base
+    """One workspace's Bazel: its output base (one server, kept warm across a
+    class's hand-ins) and an optional disk cache shared by every run."""
+
+    def __init__(self, workspace, output_base=None, disk_cache=None):
+        self.workspace, self.output_base, self.disk_cache = workspace, output_base, disk_cache
 
     def run(self, *args, check=False, quiet=True):
-        # HC_BAZEL_DISK_CACHE (tools/test.sh sets it): share byte-identical
-        # actions (googletest, unchanged files) with the main tree's builds.
-        cache = os.environ.get("HC_BAZEL_DISK_CACHE")
-        reuse = [f"--disk_cache={cache}"] if cache and args[0] in ("build", "test") else []
-        cmd = ["bazel"] + ([f"--output_base={self.output_base}"] if self.output_base else []) + \
-              [args[0], "--color=no", "--curses=no", "--noshow_progress"] + reuse + list(args[1:])
+        # The class's --disk-cache, else HC_BAZEL_DISK_CACHE (tools/test.sh
+        # sets it): byte-identical actions (googletest, unchanged files) are
+        # shared with the main tree's builds.
+        startup = [f"--output_base={self.output_base}"] if self.output_base else []
+        disk_cache = self.disk_cache or os.environ.get("HC_BAZEL_DISK_CACHE")
+        cache = [f"--disk_cache={disk_cache}"] if disk_cache and args[0] in ("build", "test") else []
+        cmd = ["bazel"] + startup + [args[0], "--color=no", "--curses=no", "--noshow_progress"] + \
+            cache + list(args[1:])
         done = subprocess.run(cmd, cwd=self.workspace, text=True, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT if quiet else None)
         if check and done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}")
         return done
+
+    def info(self, what, *flags):
+        return self.run("info", *flags, what, check=True).stdout.strip().splitlines()[-1]
 
     def shutdown(self):
         subprocess.run(["bazel"] + ([f"--output_base={self.output_base}"] if self.output_base else []) +
@@ -150,6 +212,42 @@ def gtest_cases(binary, env):
     return cases
 
 
+# A path as the sheet shows it: from the package on (no machine's folders).
+_SOURCE_PATH = re.compile(r"(?:/[^\s:()]*)?/((?:stage[0-9]+_[a-z0-9]+|common|tests|tools)/[\w./-]+)")
+_ASSERTION = re.compile(r"^(\S+?:\d+): (?:Failure|error: Death test.*)$")
+
+
+def failure_reason(out, limit=300):
+    """The line a student should read first: the failing assertion with its
+    message, else the program's fatal message, else a sanitizer's report
+    with its first frames, else the last line that is not gtest's summary."""
+    lines = [l.rstrip() for l in out.splitlines()]
+    for i, line in enumerate(lines):
+        m = _ASSERTION.match(line.strip())
+        if m:
+            message = []
+            for more in lines[i + 1:i + 10]:
+                if more.startswith("[") or _ASSERTION.match(more.strip()):
+                    break
+                if more.strip():
+                    message.append(more.strip())
+            text = f"{m.group(1)}: " + " / ".join(message)
+            return _SOURCE_PATH.sub(r"\1", text)[:limit]
+    for i, line in enumerate(lines):
+        if re.search(r"(ThreadSanitizer|AddressSanitizer|LeakSanitizer): ", line) or \
+                re.match(r"^==\d+== (Invalid|Conditional|Mismatched|Syscall param|\S+ bytes in)", line):
+            frames = [re.sub(r"^==\d+==\s+", "", l.strip()) for l in lines[i + 1:i + 30]
+                      if re.match(r"^\s*(#\d+ |==\d+==\s+(at|by) )", l)]
+            head = re.sub(r"^==\d+== |\(pid=\d+\)", "", line.strip())
+            return _SOURCE_PATH.sub(r"\1", " / ".join([head] + frames[:2]))[:limit]
+    for line in lines:
+        if line.startswith("hcmalloc:") or "lab: " in line and "not written yet" in line:
+            return _SOURCE_PATH.sub(r"\1", line.strip())[:limit]
+    summary = re.compile(r"^(\[[ =A-Z-]+\]|\s*$| *[0-9]+ FAILED TESTS?|YOU HAVE|Note: Google Test filter)")
+    rest = [l for l in lines if not summary.match(l)]
+    return _SOURCE_PATH.sub(r"\1", (rest or lines or ["(no output)"])[-1].strip())[:limit]
+
+
 def run_case(binary, case, env, cwd):
     try:
         done = subprocess.run([binary, f"--gtest_filter={case}"], env=env, cwd=cwd, text=True,
@@ -157,7 +255,7 @@ def run_case(binary, case, env, cwd):
         if done.returncode == 0 and "[  SKIPPED ] 1 test" in done.stdout:
             return None, "skipped"  # a feature of a later stage: not counted
         ok = done.returncode == 0 and "[  PASSED  ] 1 test" in done.stdout
-        why = "" if ok else (done.stdout.strip().splitlines() or ["(no output)"])[-1][:160]
+        why = "" if ok else failure_reason(done.stdout)
         if not ok and done.returncode < 0:
             why = f"killed by signal {-done.returncode}: " + why
         return ok, why
@@ -165,21 +263,52 @@ def run_case(binary, case, env, cwd):
         return False, f"timed out after {TEST_SECONDS} s"
 
 
-def grade_tests(bazel, workspace, stage, quick):
+def run_whole_targets(bazel, labels):
+    """{label: (passed, why)} for targets graded whole, in one `bazel test`."""
+    if not labels:
+        return {}
+    done = bazel.run("test", "--keep_going", "--test_output=summary", *labels)
+    testlogs = bazel.info("bazel-testlogs")
+    results = {}
+    for label in labels:
+        m = re.search(rf"^{re.escape(label)}\s+(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|"
+                      rf"FAILED TO BUILD|INCOMPLETE|SKIPPED)", done.stdout, re.M)
+        status = m.group(2) if m else ("NO STATUS" if done.returncode else "PASSED")
+        if status in ("PASSED", "SKIPPED"):
+            results[label] = (True, "")
+            continue
+        why = {"FAILED TO BUILD": "does not build", "NO STATUS": "did not run (a build failed?)",
+               "TIMEOUT": "timed out"}.get(status, "")
+        log_path = os.path.join(testlogs, *label[2:].split(":"), "test.log")
+        if status in ("FAILED", "TIMEOUT") and os.path.exists(log_path):
+            with open(log_path, encoding="utf-8", errors="replace") as f:
+                why = (why + ": " if why else "") + failure_reason(f.read())
+        results[label] = (False, why or status.lower())
+    return results
+
+
+def grade_tests(bazel, workspace, stage, quick, jobs=1):
     targets = [t for t in test_targets(bazel, stage) if not (quick and t[2] == "flavours")]
     cc = [t[0] for t in targets if t[1] in ("cc_test", "gtest")]
     build = bazel.run("build", "--keep_going", *cc)
     # Not the bazel-bin link: a later build in another configuration moves it.
-    bin_dir = bazel.run("info", "bazel-bin", check=True).stdout.strip().splitlines()[-1]
-    groups = []
+    bin_dir = bazel.info("bazel-bin")
+    groups, whole, pending = [], [], []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
     for label, kind, category, env in targets:
         name = label.split(":")[1]
-        group = {"target": label, "category": category, "passed": 0, "total": 1, "failures": []}
+        rule = name in RULES.get(stage, ())
+        group = {"target": label, "category": category, "passed": 0, "total": 1, "failures": [],
+                 "weight": GIVEN_WEIGHT if name in GIVEN.get(stage, ()) else RULE_WEIGHT if rule else 1.0}
+        if rule:
+            group["rule"] = True
+        groups.append(group)
         binary = os.path.join(bin_dir, stage, name)
         cases = gtest_cases(binary, dict(os.environ, **env)) if kind == "gtest" and \
             os.path.exists(binary) else None
         if kind in ("cc_test", "gtest") and not os.path.exists(binary):
             group["failures"].append("does not build" if build.returncode else "no binary")
+            group["passed"] = 0
         elif cases:
             run_env = dict(os.environ, **env)
             tmp = tempfile.mkdtemp(prefix="grade-test.")
@@ -191,37 +320,48 @@ def grade_tests(bazel, workspace, stage, quick):
             cwd = main_repo if os.path.isdir(main_repo) else workspace
             if os.path.isdir(runfiles):
                 run_env["RUNFILES_DIR"] = runfiles
-            group["total"] = 0
-            for case in cases:
-                ok, why = run_case(binary, case, run_env, cwd)
-                if ok is None:
-                    continue
-                if case in NOT_GRADED.get(stage, ()):
-                    group["not_graded"] = f"{case}: {'passed' if ok else why}"
-                    continue
-                group["total"] += 1
-                group["passed"] += ok
-                if not ok:
-                    group["failures"].append(f"{case}: {why}")
-            shutil.rmtree(tmp, ignore_errors=True)
+            futures = [(case, pool.submit(run_case, binary, case, run_env, cwd)) for case in cases]
+            pending.append((group, futures, tmp))
         else:
-            done = bazel.run("test", "--test_output=errors", label)
-            group["passed"] = int(done.returncode == 0)
-            if done.returncode != 0:
-                group["failures"].append(f"bazel test exit {done.returncode}")
-        log(f"  {label}: {group['passed']}/{group['total']}")
-        groups.append(group)
+            whole.append((group, label))
+    whole_results = run_whole_targets(bazel, [label for _, label in whole])
+    for group, label in whole:
+        ok, why = whole_results[label]
+        group["passed"] = int(ok)
+        if not ok:
+            group["failures"].append(why)
+    for group, futures, tmp in pending:
+        group["total"] = 0
+        for case, future in futures:
+            ok, why = future.result()
+            if ok is None:
+                continue
+            if case in NOT_GRADED.get(stage, ()):
+                group["not_graded"] = f"{case}: {'passed' if ok else why}"
+                continue
+            group["total"] += 1
+            group["passed"] += ok
+            if not ok:
+                group["failures"].append(f"{case}: {why}")
+        shutil.rmtree(tmp, ignore_errors=True)
+    pool.shutdown()
+    for g in groups:
+        log(f"  {g['target']}: {g['passed']}/{g['total']}")
     for category, weight in WEIGHTS.items():
         members = [g for g in groups if g["category"] == category]
+        total_weight = sum(g["weight"] for g in members)
         for g in members:
-            g["max_points"] = weight / len(members)
-            g["points"] = g["max_points"] * g["passed"] / g["total"] if g["total"] else g["max_points"]
+            g["max_points"] = weight * g["weight"] / total_weight
+            share = g["passed"] / g["total"] if g["total"] else 1.0
+            if g.get("rule") and share < 1:
+                share = 0.0  # a rule broken anywhere is broken
+            g["points"] = g["max_points"] * share
     return groups
 
 
-def build_driver(bazel, workspace, stage, libc=False):
-    """Builds tools/trace_driver.c against //stage:hcmalloc (or libc) in a
-    package of its own; returns the binary's path."""
+def build_drivers(bazel, workspace, stage):
+    """Builds tools/trace_driver.c against //stage:hcmalloc and against libc,
+    in a package of its own; returns the two binaries' paths (None: failed)."""
     pkg = os.path.join(workspace, "grade_traces")
     os.makedirs(pkg, exist_ok=True)
     shutil.copy2(os.path.join(TOOLS, "trace_driver.c"), pkg)
@@ -232,11 +372,14 @@ cc_binary(name = "trace_driver", srcs = ["trace_driver.c"], deps = ["//{stage}:h
 cc_binary(name = "trace_driver_libc", srcs = ["trace_driver.c"], local_defines = ["HC_TRACE_LIBC"],
           linkopts = ["-pthread"])
 ''')
-    name = "trace_driver_libc" if libc else "trace_driver"
-    done = bazel.run("build", "--config=opt", f"//grade_traces:{name}")
-    bin_dir = bazel.run("info", "--config=opt", "bazel-bin", check=True).stdout.strip().splitlines()[-1]
-    binary = os.path.join(bin_dir, "grade_traces", name)
-    return binary if done.returncode == 0 and os.path.exists(binary) else None
+    bin_dir = bazel.info("bazel-bin", "--config=opt")
+    found = []
+    for name in ("trace_driver", "trace_driver_libc"):
+        # One build each: a hand-in's failure must not pass its stale binary off.
+        done = bazel.run("build", "--config=opt", f"//grade_traces:{name}")
+        binary = os.path.join(bin_dir, "grade_traces", name)
+        found.append(binary if done.returncode == 0 and os.path.exists(binary) else None)
+    return found
 
 
 def run_trace(binary, trace):
@@ -244,50 +387,75 @@ def run_trace(binary, trace):
     if binary is None:
         return None
     try:
-        done = subprocess.run([binary, trace], text=True, timeout=120,
+        # The reference runs each trace in well under a second: a deadlock
+        # (the opt build has no lock watchdog) must not cost minutes.
+        done = subprocess.run([binary, trace], text=True, timeout=TRACE_SECONDS,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return None
     if done.returncode != 0:
         return None
-    _, ops, seconds, held, mapped = done.stdout.split()
-    return {"ops_per_s": int(ops) / max(float(seconds), 1e-9),
+    _, ops, seconds, held, mapped, cpu = done.stdout.split()
+    # Per CPU second, not per wall second: see tools/trace_driver.c.
+    return {"ops_per_s": int(ops) / max(float(cpu), 1e-6), "wall_s": float(seconds),
             "utilisation": int(held) / int(mapped) if int(mapped) else None}
 
 
-def run_traces(binaries, reps):
-    """[{trace: best run or None}] for each binary. The binaries take turns,
-    run by run, so a machine that gets busier slows them alike."""
-    best = [dict.fromkeys(TRACES) for _ in binaries]
-    failed = [set() for _ in binaries]
+def run_traces(mine_bin, libc_bin, reps):
+    """{trace: {"ratio", "utilisation", "mine", "libc"}, or None if the
+    hand-in's trace failed}. Each rep runs the hand-in's binary and then
+    libc's back to back, and their ratio is taken then: on a shared machine
+    the load changes from second to second, and two neighbouring runs see
+    about the same. The median ratio of the reps counts (one unlucky rep
+    does not), and the best utilisation (how tight the allocator can be;
+    a trace with threads varies with their interleaving)."""
+    out = {}
     for trace in TRACES:
+        ratios, utils, best_mine, best_libc = [], [], None, None
         for _ in range(reps):
-            for i, binary in enumerate(binaries):
-                if trace in failed[i]:
-                    continue
-                run = run_trace(binary, trace)
-                if run is None:
-                    failed[i].add(trace)
-                    best[i][trace] = None
-                elif best[i][trace] is None or run["ops_per_s"] > best[i][trace]["ops_per_s"]:
-                    best[i][trace] = run
-    return best
+            m = run_trace(mine_bin, trace)
+            if m is None:
+                ratios = None
+                break
+            l = run_trace(libc_bin, trace)
+            if l is not None:
+                ratios.append(m["ops_per_s"] / l["ops_per_s"])
+                best_libc = l if best_libc is None or l["ops_per_s"] > best_libc["ops_per_s"] else best_libc
+            utils.append(m["utilisation"] or 0.0)
+            best_mine = m if best_mine is None or m["ops_per_s"] > best_mine["ops_per_s"] else best_mine
+        if ratios is None:
+            out[trace] = None
+            continue
+        ratios.sort()
+        out[trace] = {"ratio": ratios[len(ratios) // 2] if ratios else None,
+                      "utilisation": max(utils), "mine": best_mine, "libc": best_libc}
+    return out
 
 
-def grade_performance(mine, yardstick, space_reference):
+def load_yardsticks(stage):
+    """{trace: {"throughput_vs_libc", "utilisation"}} shipped for `stage`."""
+    try:
+        with open(YARDSTICKS, encoding="utf-8") as f:
+            return json.load(f).get(stage, {})
+    except FileNotFoundError:
+        return {}
+
+
+def grade_performance(runs, yardsticks):
     per_trace = {}
     thr, space = [], []
     for trace in TRACES:
-        m, y, r = mine.get(trace), yardstick.get(trace), space_reference.get(trace)
-        t = min(1.0, m["ops_per_s"] / y["ops_per_s"]) if m and y else 0.0
-        if m and r and r.get("utilisation"):
-            s = min(1.0, (m["utilisation"] or 0) / r["utilisation"])
-        elif m and m.get("utilisation") is not None:
-            s = min(1.0, m["utilisation"] / 0.5)  # preview: full marks at 50 % utilisation
-        else:
-            s = 0.0
-        per_trace[trace] = {"mine": m, "yardstick": y, "throughput_index": round(t, 3),
-                            "space_index": round(s, 3)}
+        r, y = runs.get(trace), yardsticks.get(trace)
+        if y is None:
+            raise SystemExit(f"grade: no yardstick for trace {trace} in {YARDSTICKS}: "
+                             f"measure them with --reference --write-yardsticks")
+        ratio = r["ratio"] if r else None
+        t = min(1.0, ratio / y["throughput_vs_libc"]) if ratio else 0.0
+        s = min(1.0, r["utilisation"] / y["utilisation"]) if r else 0.0
+        per_trace[trace] = {"mine": r and r["mine"], "libc": r and r["libc"], "yardstick": y,
+                            "utilisation": round(r["utilisation"], 4) if r else None,
+                            "throughput_vs_libc": round(ratio, 3) if ratio else None,
+                            "throughput_index": round(t, 3), "space_index": round(s, 3)}
         thr.append(t)
         space.append(s)
     return {
@@ -299,6 +467,30 @@ def grade_performance(mine, yardstick, space_reference):
     }
 
 
+def measured_yardsticks(runs):
+    """What --write-yardsticks ships: the reference's own figures."""
+    out = {}
+    for trace in TRACES:
+        r = runs.get(trace)
+        if not r or not r["ratio"] or not r["utilisation"]:
+            raise SystemExit(f"grade: the reference's {trace} trace failed: no yardstick written")
+        out[trace] = {"throughput_vs_libc": round(r["ratio"], 3), "utilisation": round(r["utilisation"], 4)}
+    return out
+
+
+def yardstick_table(stage):
+    """The handout's table of the shipped yardsticks (tools/handout_check.py
+    checks that LAB.md holds exactly these lines)."""
+    y = load_yardsticks(stage)
+    rows = ["| trace | what it replays | the reference's ops/s, as a multiple of libc malloc's | "
+            "the reference's utilisation |", "|---|---|---|---|"]
+    for trace in TRACES:
+        if trace in y:
+            rows.append(f"| `{trace}` | {TRACE_ABOUT[trace]} | {y[trace]['throughput_vs_libc']:.2f} | "
+                        f"{y[trace]['utilisation']:.2f} |")
+    return rows
+
+
 def handin_files(stage, root):
     import make_lab  # only the clone has it
     files = []
@@ -308,64 +500,64 @@ def handin_files(stage, root):
     return files
 
 
-def print_sheet(sheet):
-    print(f"\nhcmalloc grade: {sheet['stage']} ({sheet['mode']})")
-    print(f"{'group':48} {'tests':>9} {'points':>13}")
+def format_sheet(sheet):
+    out = [f"\nhcmalloc grade: {sheet['stage']} ({sheet['mode']})",
+           f"{'group':48} {'tests':>9} {'points':>13}"]
     for g in sheet["groups"]:
-        print(f"{g['target']:48} {g['passed']:>4}/{g['total']:<4} {g['points']:6.2f} / {g['max_points']:5.2f}")
+        given = "  (given code: a quarter weight)" if g.get("weight", 1) < 1 else \
+            "  (a stated rule: double weight, all or nothing)" if g.get("rule") else ""
+        out.append(f"{g['target']:48} {g['passed']:>4}/{g['total']:<4} {g['points']:6.2f} / "
+                   f"{g['max_points']:5.2f}{given}")
         if g.get("not_graded"):
-            print(f"    (not graded: {g['not_graded']})")
+            out.append(f"    (not graded: {g['not_graded']})")
         for failure in g["failures"][:3]:
-            print(f"    - {failure}")
+            out.append(f"    - {failure}")
         if len(g["failures"]) > 3:
-            print(f"    - ... and {len(g['failures']) - 3} more")
+            out.append(f"    - ... and {len(g['failures']) - 3} more")
     perf = sheet["performance"]
-    print(f"{'performance (yardstick: ' + perf['yardstick'] + ')':48}")
+    out.append("performance (yardstick: the reference's figures, tools/yardsticks.json; "
+               "throughput as a ratio to libc malloc run here)")
     for trace, t in perf["traces"].items():
-        m = t["mine"]
-        util = f"{m['utilisation']:.2f}" if m and m.get("utilisation") is not None else "-"
-        rate = f"{m['ops_per_s'] / 1e6:.1f} Mops/s" if m else "failed"
-        print(f"    {trace:10} {rate:>14}  throughput {t['throughput_index']:.2f}  "
-              f"utilisation {util}  space {t['space_index']:.2f}")
-    print(f"{'  throughput index ' + str(perf['throughput_index']):48} {'':9} "
-          f"{perf['points']['throughput']:6.2f} / {PERF_WEIGHTS['throughput']:5.2f}")
-    print(f"{'  space index ' + str(perf['space_index']):48} {'':9} "
-          f"{perf['points']['space']:6.2f} / {PERF_WEIGHTS['space']:5.2f}")
+        y = t["yardstick"]
+        util = f"{t['utilisation']:.2f}" if t["utilisation"] is not None else "-"
+        rate = f"x{t['throughput_vs_libc']:.2f} libc" if t["throughput_vs_libc"] else "failed"
+        out.append(f"    {trace:8} {rate:>11} (ref x{y['throughput_vs_libc']:.2f}) throughput "
+                   f"{t['throughput_index']:.2f}   utilisation {util} (ref {y['utilisation']:.2f}) "
+                   f"space {t['space_index']:.2f}")
+    out.append(f"{'  throughput index ' + str(perf['throughput_index']):48} {'':9} "
+               f"{perf['points']['throughput']:6.2f} / {PERF_WEIGHTS['throughput']:5.2f}")
+    out.append(f"{'  space index ' + str(perf['space_index']):48} {'':9} "
+               f"{perf['points']['space']:6.2f} / {PERF_WEIGHTS['space']:5.2f}")
     for category, (got, out_of) in sheet["categories"].items():
-        print(f"  {category:46} {'':9} {got:6.2f} / {out_of:5.2f}")
-    print(f"{'TOTAL':48} {'':9} {sheet['total']:6.2f} / {sheet['out_of']:5.2f}")
+        out.append(f"  {category:46} {'':9} {got:6.2f} / {out_of:5.2f}")
+    out.append(f"{'TOTAL':48} {'':9} {sheet['total']:6.2f} / {sheet['out_of']:5.2f}")
+    if "seconds" in sheet:
+        out.append(f"(graded in {sheet['seconds']:.0f} s)")
+    return "\n".join(out)
 
 
-def grade(workspace, stage, mode, quick, reps, reference_ws=None, keep_servers=False, output_bases=None):
-    output_bases = output_bases or {}
-    bazel = Bazel(workspace, output_bases.get("lab"))
-    try:
-        log(f"grade: tests of //{stage}:all in {workspace}")
-        groups = grade_tests(bazel, workspace, stage, quick)
-        log("grade: performance traces")
-        mine_bin = build_driver(bazel, workspace, stage)
-        if reference_ws is None:
-            yard_name = "libc malloc (preview)"
-            mine, yardstick = run_traces([mine_bin, build_driver(bazel, workspace, stage, libc=True)], reps)
-            space_ref = {}
-        elif reference_ws == workspace:
-            yard_name = "the reference (itself)"
-            mine, = run_traces([mine_bin], reps)
-            yardstick = space_ref = mine
-        else:
-            ref = Bazel(reference_ws, output_bases.get("reference"))
-            try:
-                yard_name = "the reference"
-                mine, yardstick = run_traces([mine_bin, build_driver(ref, reference_ws, stage)], reps)
-                space_ref = yardstick
-            finally:
-                if not keep_servers:
-                    ref.shutdown()
-        perf = grade_performance(mine, yardstick, space_ref)
-    finally:
-        if not keep_servers:
-            bazel.shutdown()
-    perf["yardstick"] = yard_name
+def print_sheet(sheet):
+    print(format_sheet(sheet))
+
+
+def grade(bazel, workspace, stage, mode, quick, reps, jobs=1, write_yardsticks=False):
+    log(f"grade: tests of //{stage}:all in {os.path.basename(workspace)}")
+    groups = grade_tests(bazel, workspace, stage, quick, jobs)
+    log("grade: performance traces")
+    mine_bin, libc_bin = build_drivers(bazel, workspace, stage)
+    runs = run_traces(mine_bin, libc_bin, reps)
+    if write_yardsticks:
+        try:
+            with open(YARDSTICKS, encoding="utf-8") as f:
+                shipped = json.load(f)
+        except FileNotFoundError:
+            shipped = {}
+        shipped[stage] = measured_yardsticks(runs)
+        with open(YARDSTICKS, "w", encoding="utf-8") as f:
+            json.dump(shipped, f, indent=1, sort_keys=True)
+            f.write("\n")
+        log(f"grade: yardsticks of {stage} written to {YARDSTICKS}")
+    perf = grade_performance(runs, load_yardsticks(stage))
     categories = {}
     for category, weight in WEIGHTS.items():
         members = [g for g in groups if g["category"] == category]
@@ -383,68 +575,153 @@ def grade(workspace, stage, mode, quick, reps, reference_ws=None, keep_servers=F
             "percent": round(100 * total / out_of, 1)}
 
 
+def find_handins(stage, dirs):
+    """[(name, folder)]: each DIR with STAGE/ in it, or else each folder in
+    DIR that has one (a class's hand-ins side by side)."""
+    found = []
+    for d in dirs:
+        if os.path.isdir(os.path.join(d, stage)):
+            found.append((os.path.basename(os.path.abspath(d)), d))
+            continue
+        inside = sorted(e for e in os.listdir(d) if os.path.isdir(os.path.join(d, e, stage))) \
+            if os.path.isdir(d) else []
+        if not inside:
+            raise SystemExit(f"grade: {d} has no {stage}/ folder, nor any folder that has one")
+        found += [(e, os.path.join(d, e)) for e in inside]
+    names, out = set(), []
+    for name, d in found:
+        unique, n = name, 2
+        while unique in names:
+            unique, n = f"{name}-{n}", n + 1
+        names.add(unique)
+        out.append((unique, d))
+    return out
+
+
+def write_class_csv(path, sheets):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        cats = list(WEIGHTS) + ["performance"]
+        w.writerow(["handin", "total", "out_of", "percent"] + cats +
+                   ["throughput_index", "space_index", "seconds", "groups_failing"])
+        for name, sheet in sheets:
+            failing = [g["target"].split(":")[1] for g in sheet["groups"] if g["passed"] < g["total"]]
+            w.writerow([name, sheet["total"], sheet["out_of"], sheet["percent"]] +
+                       [round(sheet["categories"][c][0], 2) if c in sheet["categories"] else "" for c in cats] +
+                       [sheet["performance"]["throughput_index"], sheet["performance"]["space_index"],
+                        round(sheet.get("seconds", 0)), " ".join(failing)])
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("stage", nargs="?", help="instructor: the lab's stage, e.g. stage2_centralcache")
-    parser.add_argument("--handin", metavar="DIR", help="the student's workspace (or any folder "
-                        "with the hand-in files at their paths)")
+    parser.add_argument("--handin", metavar="DIR", nargs="+", help="the student's workspace (or any "
+                        "folder with the hand-in files at their paths); several, or a folder of them")
     parser.add_argument("--reference", action="store_true", help="grade the reference itself")
+    parser.add_argument("--write-yardsticks", action="store_true", help="with --reference: ship "
+                        "its trace figures as the stage's yardsticks (tools/yardsticks.json)")
     parser.add_argument("--handin-list", action="store_true", help="print the hand-in files and exit")
+    parser.add_argument("--yardstick-table", action="store_true", help="print STAGE's shipped "
+                        "yardsticks as the handout's table and exit")
     parser.add_argument("--quick", action="store_true", help="leave out the sanitizer flavours")
     parser.add_argument("--reps", type=int, default=3, help="runs per trace (best counts)")
-    parser.add_argument("--json", metavar="FILE", help="where to write the score sheet "
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="googletest cases run at once (default: one per CPU)")
+    parser.add_argument("--json", metavar="FILE", help="one hand-in: where to write the score sheet "
                         "(default: grade.json in the current folder)")
-    parser.add_argument("--scratch", metavar="DIR", help="instructor: grade in DIR (reused between "
-                        "runs: builds stay incremental) instead of a fresh temporary folder")
+    parser.add_argument("--out", metavar="DIR", help="several hand-ins: where to write NAME.json, "
+                        "NAME.txt and class.csv (default: grades)")
+    parser.add_argument("--scratch", metavar="DIR", help="instructor: grade in DIR (kept: the "
+                        "output base stays warm for the next invocation) instead of a temporary folder")
+    parser.add_argument("--disk-cache", metavar="DIR", default=os.environ.get("HC_GRADE_DISK_CACHE"),
+                        help="a Bazel disk cache shared by every grading run (default: "
+                             "$HC_GRADE_DISK_CACHE, else none)")
     args = parser.parse_args(argv)
-    json_path = os.path.abspath(args.json or "grade.json")
 
+    if args.yardstick_table:
+        print("\n".join(yardstick_table(args.stage or lab_stage(os.path.dirname(TOOLS)))))
+        return 0
     if args.stage is None:  # a lab workspace: grade it where it stands
         workspace = os.path.dirname(TOOLS)
         if args.handin or args.reference or args.handin_list:
             parser.error("--handin, --reference and --handin-list are for the instructor's clone")
         # HC_GRADE_OUTPUT_BASE: reuse a Bazel output base (tools/lab_test.sh does).
-        sheet = grade(workspace, lab_stage(workspace), "preview in the lab workspace, your tests",
-                      args.quick, args.reps,
-                      output_bases={"lab": os.environ.get("HC_GRADE_OUTPUT_BASE")})
-    else:
-        sys.path.insert(0, TOOLS)
-        import make_lab
-        root = make_lab.ROOT
-        if args.handin_list:
-            print("\n".join(handin_files(args.stage, root)))
-            return 0
-        if not args.handin and not args.reference:
-            parser.error("name --handin DIR or --reference")
-        scratch = os.path.abspath(args.scratch) if args.scratch else tempfile.mkdtemp(prefix="hcmalloc-grade.")
-        lab, ref = os.path.join(scratch, "lab"), os.path.join(scratch, "reference")
-        bases = {"lab": os.path.join(scratch, "ob-lab"), "reference": os.path.join(scratch, "ob-ref")}
+        bazel = Bazel(workspace, os.environ.get("HC_GRADE_OUTPUT_BASE"), args.disk_cache)
         try:
-            if args.reference:
+            sheet = grade(bazel, workspace, lab_stage(workspace),
+                          "preview in the lab workspace, your tests", args.quick, args.reps, args.jobs)
+        finally:
+            bazel.shutdown()
+        print_sheet(sheet)
+        json_path = os.path.abspath(args.json or "grade.json")
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump(sheet, f, indent=1)
+        print(f"score sheet: {json_path}")
+        return 0
+
+    sys.path.insert(0, TOOLS)
+    import make_lab
+    root = make_lab.ROOT
+    if args.handin_list:
+        print("\n".join(handin_files(args.stage, root)))
+        return 0
+    if not args.handin and not args.reference:
+        parser.error("name --handin DIR... or --reference")
+    if args.write_yardsticks and not args.reference:
+        parser.error("--write-yardsticks goes with --reference")
+    handins = [("reference", None)] if args.reference else find_handins(args.stage, args.handin)
+    scratch = os.path.abspath(args.scratch) if args.scratch else tempfile.mkdtemp(prefix="hcmalloc-grade.")
+    lab = os.path.join(scratch, "lab")
+    bazel = Bazel(lab, os.path.join(scratch, "ob-lab"), args.disk_cache)
+    batch = len(handins) > 1
+    out_dir = os.path.abspath(args.out or "grades") if batch else None
+    sheets = []
+    try:
+        for name, folder in handins:
+            start = time.time()
+            if folder is None:
                 make_lab.make_lab(args.stage, lab, reference=True, force=True)
-                mode, reference_ws = "the reference", lab
+                mode = "the reference"
             else:
                 make_lab.make_lab(args.stage, lab, force=True)
                 missing = []
                 for rel in handin_files(args.stage, root):
-                    src = os.path.join(args.handin, rel)
+                    src = os.path.join(folder, rel)
                     if os.path.exists(src):
                         shutil.copy2(src, os.path.join(lab, rel))
                     else:
                         missing.append(rel)
                 if missing:
-                    log(f"grade: not handed in (the skeleton's stays): {', '.join(missing)}")
-                make_lab.make_lab(args.stage, ref, reference=True, force=True)
-                mode, reference_ws = f"hand-in {os.path.abspath(args.handin)}, instructor's tests", ref
-            sheet = grade(lab, args.stage, mode, args.quick, args.reps, reference_ws,
-                          output_bases=bases)
-        finally:
-            if not args.scratch:
-                subprocess.run(["chmod", "-R", "u+w", scratch], stderr=subprocess.DEVNULL)
-                shutil.rmtree(scratch, ignore_errors=True)
+                    log(f"grade: {name}: not handed in (the skeleton's stays): {', '.join(missing)}")
+                mode = f"hand-in {name}, instructor's tests"
+            log(f"grade: {name}")
+            sheet = grade(bazel, lab, args.stage, mode, args.quick, args.reps, args.jobs,
+                          write_yardsticks=args.write_yardsticks)
+            sheet["handin"], sheet["seconds"] = name, round(time.time() - start, 1)
+            sheets.append((name, sheet))
+            if batch:
+                os.makedirs(out_dir, exist_ok=True)
+                with open(os.path.join(out_dir, f"{name}.json"), "w", encoding="utf-8") as f:
+                    json.dump(sheet, f, indent=1)
+                with open(os.path.join(out_dir, f"{name}.txt"), "w", encoding="utf-8") as f:
+                    f.write(format_sheet(sheet) + "\n")
+                log(f"grade: {name}: {sheet['total']:.2f} / {sheet['out_of']} in {sheet['seconds']:.0f} s")
+    finally:
+        bazel.shutdown()
+        if not args.scratch:
+            subprocess.run(["chmod", "-R", "u+w", scratch], stderr=subprocess.DEVNULL)
+            shutil.rmtree(scratch, ignore_errors=True)
+    if batch:
+        write_class_csv(os.path.join(out_dir, "class.csv"), sheets)
+        for name, sheet in sheets:
+            print(f"{name:24} {sheet['total']:6.2f} / {sheet['out_of']}  ({sheet['seconds']:.0f} s)")
+        print(f"score sheets and class.csv: {out_dir}")
+        return 0
+    sheet = sheets[0][1]
     print_sheet(sheet)
+    json_path = os.path.abspath(args.json or "grade.json")
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(sheet, f, indent=1)
     print(f"score sheet: {json_path}")

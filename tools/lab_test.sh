@@ -18,9 +18,15 @@
 # of its own, shut down at the end), so googletest is built once for all
 # stages and the developer's workspace is never touched.
 #
+# After the reference copy passes, the rules only a dedicated test sees
+# (lab 3's release stores and lock order, lab 4's idle-only stealing) are
+# broken on purpose there (tools/mutants.py --in: seconds each) and must fail.
 # Then, in the skeleton, the handout (LAB.md):
 #   3. names every test target of //STAGE:all, and every file path it
 #      names exists in the workspace (no question points outside it);
+#      every code name in its backticks is in the workspace or declared not
+#      to be, and its yardstick table is tools/yardsticks.json's
+#      (tools/handout_check.py);
 #   4. every command in its ```sh blocks runs: `tools/make_lab.py STAGE labN`
 #      in a scratch copy of the clone (after which the clone's `bazel query
 #      //...` must still work: .bazelignore), `bazel` commands analysed in
@@ -28,12 +34,12 @@
 #      `tools/grade.py` for real (its preview sheet must come out, below
 #      half marks for a skeleton); `cd` and `tools/setup.sh` are skipped.
 # And once, if stage2_centralcache is among the stages, the grader itself:
-#   5. tools/grade.py --handin on three hand-ins of lab 2, the reference, a
-#      leaky one (tools/mutants.py's fetch_drops_span_rest) and a half-done
-#      one (make_lab.py --keep: overflow_to_central missing), must rank
-#      them: reference > leaky > half, the reference passing every test,
-#      the leaky one losing space points. HC_LAB_TEST_GRADER=0 skips 4's grade
-#      runs and 5 (they add about a minute per stage and three for 5).
+#   5. tools/grade.py --handin on a class of three hand-ins of lab 2
+#      (tools/class_handins.py: the reference, the leaky fetch_drops_span_rest
+#      and a half-done one), graded in one invocation, must rank them
+#      reference > leaky > half, the reference passing every test, the leaky
+#      one losing space points and conformance points with the assertion
+#      quoted. HC_LAB_TEST_GRADER=0 skips 4's grade runs and 5.
 #
 # First tools/make_lab_test.py checks the marker parsing on its own.
 #
@@ -178,6 +184,11 @@ check_handout_text() {
             bad=$((bad + 1))
         fi
     done
+    # Every code name in backticks is in the workspace, or declared not to be.
+    if ! python3 "$repo/tools/handout_check.py" "$workspace" >&2; then
+        echo "FAIL: LAB.md of $stage names what its workspace lacks (tools/handout_check.py)" >&2
+        bad=$((bad + 1))
+    fi
     for path in $(grep -o '`[A-Za-z0-9_./-]*/[A-Za-z0-9_.-]*`' "$handout" | tr -d '`' | sort -u); do
         case "$path" in
         bazel-bin/* | docs/labs/instructors.md | //* | lab[0-9]*) continue ;;  # built, generated, or said to be elsewhere
@@ -188,6 +199,14 @@ check_handout_text() {
         fi
     done
     return $bad
+}
+
+# The mutants of the rules that only a dedicated test checks.
+rule_mutants_of() {
+    case $1 in
+    stage3_pagecache) echo page_map_relaxed_publish; echo give_back_under_lock ;;
+    stage4_reclaim) echo busy_thread_stolen_from ;;
+    esac
 }
 
 failures=0
@@ -219,6 +238,21 @@ for stage in "${stages[@]}"; do
     if lab_bazel test "${flags[@]}" "${plain[@]}" >"$scratch/reference.log" 2>&1; then
         grep -E '^//.* (PASSED|FAILED|NO STATUS)' "$scratch/reference.log" || true
         echo "ok: the reference copy of $stage passes"
+        # The rules a handout states that only a dedicated test sees (the
+        # publication order, the lock order, idle-only stealing): each
+        # broken on purpose in this built copy must fail its test (a few
+        # seconds each: one file recompiled, one test run).
+        mapfile -t rule_mutants < <(rule_mutants_of "$stage")
+        if [ ${#rule_mutants[@]} -gt 0 ]; then
+            if "$repo/tools/mutants.py" --in "$workspace" --output-base "$output_base" \
+                    "${rule_mutants[@]}" >"$scratch/mutants.log" 2>&1; then
+                echo "ok: the rule tests kill ${rule_mutants[*]}"
+            else
+                cat "$scratch/mutants.log"
+                echo "FAIL: a rule mutant of $stage survives, or is stale (tools/mutants.py)" >&2
+                failures=$((failures + 1))
+            fi
+        fi
     else
         cat "$scratch/reference.log"
         echo "FAIL: the reference copy of $stage does not pass: the lab workspace is incomplete" >&2
@@ -257,45 +291,48 @@ for stage in "${stages[@]}"; do
     fi
 done
 
-# The grader ranks a correct, a leaky and a half-done lab 2.
+# The grader ranks a correct, a leaky and a half-done lab 2, graded as a
+# class (one invocation, one warm output base: the later hand-ins cost only
+# their own compiles and test runs).
 if [ "$grader" != 0 ] && contains stage2_centralcache "${stages[@]}"; then
     grade_start=$SECONDS
-    echo "== lab_test: the grader on three hand-ins of lab 2"
+    echo "== lab_test: the grader on three hand-ins of lab 2, as a class"
     lab_bazel shutdown >/dev/null 2>&1 || true
     handins=$scratch/handins
-    "$repo/tools/mutants.py" --write fetch_drops_span_rest "$handins/leaky"
-    "$repo/tools/make_lab.py" stage2_centralcache "$handins/half" \
-        --keep central_fetch,central_return,slow_start,refill_from_central >/dev/null
+    "$repo/tools/class_handins.py" stage2_centralcache "$handins" \
+        --only reference,fetch_drops_span_rest,half_done >/dev/null
     "$repo/tools/grade.py" stage2_centralcache --handin-list >"$scratch/handin_list.txt"
-    for handin in reference leaky half; do
-        dir=$handins/$handin
-        [ $handin = reference ] && dir=$repo
-        if ! "$repo/tools/grade.py" stage2_centralcache --handin "$dir" --quick --reps 3 \
-                --scratch "$scratch/grading" --json "$scratch/$handin.json" >"$scratch/$handin.sheet" 2>&1; then
-            tail -30 "$scratch/$handin.sheet"
-            echo "FAIL: tools/grade.py on the $handin hand-in" >&2
-            failures=$((failures + 1))
-        fi
-    done
-    if python3 - "$scratch" <<'EOF'
-import json, sys
+    if ! "$repo/tools/grade.py" stage2_centralcache --handin "$handins" --quick --reps 3 \
+            --scratch "$scratch/grading" --out "$scratch/grades" >"$scratch/class.log" 2>&1; then
+        tail -30 "$scratch/class.log"
+        echo "FAIL: tools/grade.py on the class of lab 2" >&2
+        failures=$((failures + 1))
+    fi
+    if python3 - "$scratch/grades" <<'EOF'
+import csv, json, sys
 d = sys.argv[1]
-s = {h: json.load(open(f"{d}/{h}.json")) for h in ("reference", "leaky", "half")}
+s = {h: json.load(open(f"{d}/{h}.json")) for h in ("reference", "fetch_drops_span_rest", "half_done")}
 for h, sheet in s.items():
-    print(f"  {h:9} {sheet['total']:6.2f} / {sheet['out_of']}  space index {sheet['performance']['space_index']}")
-# Throughput is measured on a shared machine: the reference against itself
-# may lose a few points there, never a test.
-tests_full = all(got == out_of for c, (got, out_of) in s["reference"]["categories"].items()
-                 if c != "performance")
-ok = (tests_full and s["reference"]["total"] >= 0.9 * s["reference"]["out_of"]
-      and s["leaky"]["performance"]["space_index"] < 0.8 * s["reference"]["performance"]["space_index"]
-      and s["reference"]["total"] > s["leaky"]["total"] > s["half"]["total"])
+    print(f"  {h:22} {sheet['total']:6.2f} / {sheet['out_of']}  space index "
+          f"{sheet['performance']['space_index']}  ({sheet['seconds']:.0f} s)")
+rows = list(csv.DictReader(open(f"{d}/class.csv")))
+assert sorted(r["handin"] for r in rows) == sorted(s), rows
+ref, leaky, half = s["reference"], s["fetch_drops_span_rest"], s["half_done"]
+# Throughput is measured on a shared machine: the reference against the
+# shipped yardsticks may lose a few points there, never a test.
+tests_full = all(got == out_of for c, (got, out_of) in ref["categories"].items() if c != "performance")
+conformance = lambda sheet: next(g for g in sheet["groups"] if g["target"].endswith(":conformance_test"))
+ok = (tests_full and ref["total"] >= 0.9 * ref["out_of"]
+      and leaky["performance"]["space_index"] < 0.8 * ref["performance"]["space_index"]
+      and conformance(leaky)["points"] < conformance(ref)["points"]  # the group that names the leak
+      and any(".cc:" in f for f in conformance(leaky)["failures"])  # the assertion, quoted
+      and ref["total"] > leaky["total"] > half["total"])
 sys.exit(0 if ok else 1)
 EOF
     then
         echo "ok: the grader ranks reference > leaky > half-done ($((SECONDS - grade_start))s)"
     else
-        cat "$scratch/reference.sheet" "$scratch/leaky.sheet" "$scratch/half.sheet"
+        cat "$scratch/grades"/*.txt
         echo "FAIL: the grader does not separate a correct, a leaky and a half-done lab 2" >&2
         failures=$((failures + 1))
     fi

@@ -129,5 +129,40 @@ class MarkerTest(unittest.TestCase):
             self.assertTrue(make_lab.bazel_ignores(f"lab{n}"), f"lab{n} missing from .bazelignore")
 
 
+    def test_the_handout_check_flags_names_and_tools_the_workspace_lacks(self):
+        import handout_check
+        with tempfile.TemporaryDirectory() as ws:
+            os.makedirs(os.path.join(ws, "tools"))
+            with open(os.path.join(ws, "x.c"), "w") as f:
+                f.write("int tc_sweep_cursor;\nvoid tc_set_limit_lower(void);\n")
+            with open(os.path.join(ws, "LAB.md"), "w") as f:
+                f.write("Use `tc_sweep_cursor` and `tc_set_limit_lower(tc)`, not `tc_steal_cursor`;\n"
+                        "run `tools/stage_diff.sh 3 4`; `--test_filter` is a flag; `strtoul`\n"
+                        "wraps `tc_shrink_list(\ntc)`.\n```sh\nfenced_is_skipped\n```\n"
+                        "<!-- names not in the workspace: strtoul (the C library) -->\n")
+            problems = handout_check.check(ws)
+        self.assertEqual(len(problems), 3, problems)
+        self.assertIn("tc_steal_cursor", problems[0])
+        self.assertIn("tools/stage_diff.sh", problems[1])
+        self.assertIn("tc_shrink_list", problems[2])
+        self.assertIn("LAB.md:3:", problems[2], "a span that wraps a line keeps its line number")
+
+    def test_every_naive_design_still_applies_to_the_reference(self):
+        import class_handins
+        for name, stage, rel, old, _, _ in class_handins.NAIVE:
+            with open(os.path.join(make_lab.ROOT, stage, rel), encoding="utf-8") as f:
+                self.assertEqual(f.read().count(old), 1, f"class_handins {name} is stale")
+
+    def test_failure_reasons_quote_the_assertion(self):
+        import grade
+        out = ("[ RUN      ] A.B\nstage3_pagecache/x_test.cc:46: Failure\nValue of: f()\n"
+               "  Actual: false\nExpected: true\nthe leaf was published relaxed\n"
+               "[  FAILED  ] A.B (0 ms)\n 1 FAILED TEST\n")
+        self.assertEqual(grade.failure_reason(out), "stage3_pagecache/x_test.cc:46: Value of: f() / "
+                         "Actual: false / Expected: true / the leaf was published relaxed")
+        self.assertEqual(grade.failure_reason("hcmalloc: lab: refill in a.c is not written yet\n"),
+                         "hcmalloc: lab: refill in a.c is not written yet")
+
+
 if __name__ == "__main__":
     unittest.main()

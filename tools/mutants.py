@@ -98,6 +98,16 @@ MUTANTS = [
     ("split_loses_tail", "stage3_pagecache", "page_cache.c",
      "    if (tail) free_span_insert(tail);", "    (void)tail;",
      "page_cache_test", None, "a split forgets the pages after the cut"),
+    ("page_map_relaxed_publish", "stage3_pagecache", "page_map.c",
+     "__atomic_store_n(&pm_root[i], leaf, __ATOMIC_RELEASE);",
+     "__atomic_store_n(&pm_root[i], leaf, __ATOMIC_RELAXED);",
+     "page_map_order_test", "published with __ATOMIC_RELAXED",
+     "a new leaf is published with a relaxed store (a reader may see it before its contents)"),
+    ("give_back_under_lock", "stage3_pagecache", "central_cache.c",
+     "        hc_lock_release(&bucket->lock);\n    }\n    cc_give_back_spans(&released);",
+     "        cc_give_back_spans(&released);\n        hc_lock_release(&bucket->lock);\n    }",
+     "lock_order_test", "called with a bucket lock held",
+     "empty spans go back to the page cache with the bucket lock held (the lock order)"),
     ("free_skips_object_check", "stage3_pagecache", "malloc.c",
      "((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)",
      "1)",
@@ -114,6 +124,11 @@ MUTANTS = [
     ("never_steal_share", "stage4_reclaim", "budget.c",
      "                got += tc_steal(tc);", "                got += 0;",
      "budget_test", None, "a busy thread never takes share from idle ones"),
+    ("busy_thread_stolen_from", "stage4_reclaim", "budget.c",
+     "    __atomic_store_n(&tc_ext(tc)->active_epoch, __atomic_load_n(&tc_epoch, __ATOMIC_RELAXED), __ATOMIC_RELAXED);\n",
+     "",
+     "steal_test", "took a busy thread's spare",
+     "a reservation does not mark its thread busy: the sweep steals from busy threads"),
     ("parse_no_overflow_check", "stage4_reclaim", "options.c",
      "    if (*p != '\\0' || (shift && value > (SIZE_MAX >> shift)))",
      "    if (*p != '\\0')",
@@ -121,9 +136,11 @@ MUTANTS = [
 ]
 
 
-def run_stage(stage, mutants, scratch, output_base, log_dir):
-    workspace = os.path.join(scratch, stage)
-    make_lab.make_lab(stage, workspace, reference=True, force=True)
+def run_stage(stage, mutants, scratch, output_base, log_dir, workspace=None):
+    given = workspace is not None  # a reference copy the caller made, and its server
+    if not given:
+        workspace = os.path.join(scratch, stage)
+        make_lab.make_lab(stage, workspace, reference=True, force=True)
     results = []
     for name, _, rel, old, new, target, expect, _ in mutants:
         path = os.path.join(workspace, stage, rel)
@@ -152,8 +169,9 @@ def run_stage(stage, mutants, scratch, output_base, log_dir):
             verdict = f"broken (bazel exit {done.returncode})"
         results.append((name, verdict, target))
         print(f"{name:24} {verdict:10} //{stage}:{target}   ({log})", flush=True)
-    subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=workspace,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not given:
+        subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=workspace,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return results
 
 
@@ -187,9 +205,15 @@ def main(argv):
     parser.add_argument("--write", nargs=2, metavar=("NAME", "DIR"),
                         help="write the stage's sources with mutant NAME applied under DIR/STAGE "
                              "(a hand-in with that bug, for testing the grader) and exit")
+    parser.add_argument("--in", dest="workspace", metavar="DIR", help="run in DIR, a reference "
+                        "copy already built (make_lab.py --reference), with --output-base: "
+                        "each mutant then costs one file's compile and one test (tools/lab_test.sh)")
+    parser.add_argument("--output-base", metavar="DIR", help="with --in: that copy's output base")
     args = parser.parse_args(argv)
     if args.write:
         return write_mutant(*args.write)
+    if bool(args.workspace) != bool(args.output_base):
+        parser.error("--in and --output-base go together")
     chosen = [m for m in MUTANTS if (not args.names or m[0] in args.names)
               and (not args.stage or m[1] == args.stage)]
     if args.list:
@@ -206,7 +230,10 @@ def main(argv):
     try:
         for stage in make_lab.stages():
             of_stage = [m for m in chosen if m[1] == stage]
-            if of_stage:
+            if of_stage and args.workspace:
+                results += run_stage(stage, of_stage, scratch, os.path.abspath(args.output_base),
+                                     log_dir, os.path.abspath(args.workspace))
+            elif of_stage:
                 results += run_stage(stage, of_stage, scratch, os.path.join(scratch, "ob"), log_dir)
     finally:
         subprocess.run(["chmod", "-R", "u+w", scratch], stderr=subprocess.DEVNULL)

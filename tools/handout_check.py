@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""tools/handout_check.py — every name a lab handout uses exists in its workspace.
+
+usage: tools/handout_check.py WORKSPACE...     (a generated lab: tools/make_lab.py)
+
+Reads WORKSPACE/LAB.md. For each `inline code` span (fenced blocks are
+commands and diagrams: tools/lab_test.sh runs the commands), every code name
+in it -- a word with an underscore, or one written as a call `name(` -- must
+occur in some file of the workspace (sources, BUILD files, scripts; the
+handout itself does not count), and every `tools/...` path must be a file
+there. A name the student cannot have on purpose (the reference's, or the
+C library's) is declared in the handout, once, in a comment:
+
+    <!-- names not in the workspace: strtoul (the C library) -->
+
+Exit status 1 and one line per missing name (LAB.md:LINE: ...), else 0.
+A skeleton is the right workspace to check: a name that only the removed
+bodies use is one the student cannot find.
+"""
+
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True
+
+TEXT_SUFFIXES = (".c", ".h", ".cc", ".bzl", ".sh", ".py", ".lds", ".txt", ".json")
+DECLARED = re.compile(r"<!--\s*names not in the workspace:(.*?)-->", re.S)
+SPAN = re.compile(r"`([^`]+)`")
+# A word, not part of a flag (--test_filter), a path or a file name.
+WORD = re.compile(r"(?<![\w./-])([A-Za-z_][A-Za-z0-9_]*)(?![\w.]*/)(\s*\()?")
+
+
+def workspace_words(workspace):
+    words = set()
+    for dirpath, dirnames, files in os.walk(workspace):
+        dirnames[:] = [d for d in dirnames if not d.startswith("bazel-") and d != "__pycache__"]
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if path == os.path.join(workspace, "LAB.md"):
+                continue
+            if not (name.endswith(TEXT_SUFFIXES) or name in ("BUILD", "WORKSPACE", ".bazelrc")):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f.read()))
+            words.add(name)
+    return words
+
+
+def check(workspace):
+    with open(os.path.join(workspace, "LAB.md"), encoding="utf-8") as f:
+        text = f.read()
+    declared = set()
+    for m in DECLARED.finditer(text):
+        declared.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", re.sub(r"\([^)]*\)", "", m.group(1))))
+    words = workspace_words(workspace)
+    # Fenced blocks blanked (line numbers kept): a span may wrap a line.
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            lines.append("")
+        else:
+            lines.append("" if fenced else line)
+    prose = "\n".join(lines)
+    problems = []
+    for m in SPAN.finditer(prose):
+        span, number = " ".join(m.group(1).split()), prose.count("\n", 0, m.start()) + 1
+        for path in re.findall(r"(?<![\w/])tools/[\w.-]+", span):
+            if not os.path.exists(os.path.join(workspace, path)) and path not in declared:
+                problems.append(f"LAB.md:{number}: `{span}`: {path} is not in the workspace")
+        for word, call in WORD.findall(span):
+            if not ("_" in word.strip("_") or call) or word in declared:
+                continue
+            if word not in words:
+                problems.append(f"LAB.md:{number}: `{span}`: {word} is in no file of the "
+                                f"workspace (a name of the reference? declare it, or fix it)")
+    problems += yardstick_rows(workspace, text)
+    return problems
+
+
+def yardstick_rows(workspace, text):
+    """The handout's yardstick table is the one tools/yardsticks.json ships."""
+    tools = os.path.join(workspace, "tools")
+    stages = sorted(d for d in os.listdir(workspace) if re.match(r"^stage[0-9]+_", d))
+    if not stages or not os.path.exists(os.path.join(tools, "grade.py")):
+        return []
+    sys.path.insert(0, tools)
+    try:
+        import grade
+    finally:
+        sys.path.pop(0)
+    stage = max(stages, key=lambda d: int(re.match(r"^stage([0-9]+)_", d).group(1)))
+    want = grade.yardstick_table(stage)
+    if len(want) <= 2:
+        return [f"tools/yardsticks.json ships no yardsticks for {stage}"]
+    have = set(text.splitlines())
+    return [f"LAB.md: lacks the yardstick row `{row}` (tools/grade.py --yardstick-table {stage})"
+            for row in want if row not in have]
+
+
+def main(argv):
+    if not argv:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    bad = 0
+    for workspace in argv:
+        for problem in check(workspace):
+            print(f"{workspace}/{problem}")
+            bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
