@@ -37,6 +37,18 @@ for archive in "$@"; do
     fi
     archives+=("$archive")
 done
+# -c opt builds a library both ways (lib.a and lib.pic.a): one of each
+# library is linked below, or every name would be defined twice.
+linked=()
+for archive in "${archives[@]}"; do
+    if [[ $archive == *.pic.a ]]; then
+        twin=${archive%.pic.a}.a
+        present=0
+        for other in "${archives[@]}"; do [[ $other == "$twin" ]] && present=1; done
+        ((present)) && continue
+    fi
+    linked+=("$archive")
+done
 if ((${#archives[@]} == 0)); then
     echo "FAIL: no archive among: $*"
     exit 1
@@ -58,7 +70,7 @@ done
 # 2. The localized object: only public API is global.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-ld -r --whole-archive "${archives[@]}" -o "$scratch/all.o"
+ld -r --whole-archive "${linked[@]}" -o "$scratch/all.o"
 objcopy --localize-hidden "$scratch/all.o" "$scratch/localized.o"
 while read -r name; do
     is_instrumentation "$name" && continue
