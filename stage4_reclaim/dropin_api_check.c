@@ -17,23 +17,13 @@
 #include <unistd.h>
 
 #include <dlfcn.h>
+#include "tests/check.h"
 
 /* C23, not in this glibc: looked up at run time (main), so the program also
  * links and runs without the library, where the lookup fails loudly. */
 static void (*free_sized)(void *ptr, size_t size);
 static void (*free_aligned_sized)(void *ptr, size_t alignment, size_t size);
 
-static int failures;
-
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        if (!(cond)) {                                                   \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-            failures++;                                                  \
-        }                                                                \
-    } while (0)
 
 static int is_aligned(const void *p, size_t align) { return (uintptr_t)p % align == 0; }
 

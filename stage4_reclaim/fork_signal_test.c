@@ -30,18 +30,8 @@
 #include "stage2_centralcache/central_cache.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage4_reclaim/reclaim.h"
+#include "tests/check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        if (!(cond)) {                                                   \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-            failures++;                                                  \
-        }                                                                \
-    } while (0)
 
 static volatile pid_t forked_pid = -1;
 
