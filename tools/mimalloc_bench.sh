@@ -51,7 +51,6 @@ done
 src=$checkout/bench
 [ -f "$src/CMakeLists.txt" ] && [ -d "$src/larson" ] \
     || { echo "mimalloc_bench: $checkout is not a mimalloc-bench checkout (no bench/larson)" >&2; exit 2; }
-command -v /usr/bin/time >/dev/null || { echo "mimalloc_bench: needs GNU time (apt-get install time)" >&2; exit 2; }
 
 # ---- The allocators: the Debian libraries bench/bench.py finds, and the drop-in.
 declare -A lib
@@ -84,6 +83,7 @@ if case " ${names[*]} " in *" dropin "*) true ;; *) false ;; esac; then
 fi
 
 # ---- Building, as bench/CMakeLists.txt does.
+[ -x /usr/bin/time ] || { echo "mimalloc_bench: needs GNU time (apt-get install time)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cflags=(-O2 -DNDEBUG -w)
