@@ -13,7 +13,9 @@
  * Records: one bucket per (stack, size), counting sampled allocations and
  * frees; one live record per sampled block still in use, found by address
  * on its free. Both from common/pool.h, under one lock, taken only by
- * sampled allocations and their frees (and dumps).
+ * sampled allocations and their frees. A profile is written without it
+ * (buckets are never freed, and are published and counted with atomics):
+ * a dump takes milliseconds, and every thread's next sample would wait.
  *
  * The stack: from the .eh_frame tables every x86-64 object carries, so
  * programs built without frame pointers get whole stacks too (a
@@ -279,13 +281,25 @@ static void open_libunwind(void) {
 
 /* ---- The records --------------------------------------------------------------- */
 
-typedef struct bucket {
-    struct bucket *next; /* in its hash chain (and the pool's link while free) */
+/* A distinct call stack. Its buckets (one per size) hang from it, so that a
+ * dump writes the stack's text once for all its lines. */
+typedef struct stack_record {
+    struct stack_record *next; /* in its hash chain (and the pool's link while free) */
+    struct bucket *buckets;    /* this stack's, one per size */
     uint64_t hash;
-    size_t size;         /* bytes asked for */
-    size_t allocs, frees; /* sampled */
     int depth;
     uintptr_t pcs[HC_PROFILE_MAX_DEPTH];
+} stack_record;
+
+typedef struct bucket {
+    struct bucket *next;       /* in its hash chain (and the pool's link while free) */
+    struct bucket *next_of_stack;
+    const stack_record *stack;
+    size_t size;               /* bytes asked for */
+    /* Sampled; written under profile_lock, read by dumps without it. A frees
+     * store is a release, read first with an acquire: a dump never sees
+     * more frees than allocations. */
+    size_t allocs, frees;
 } bucket;
 
 typedef struct live_block {
@@ -294,13 +308,20 @@ typedef struct live_block {
     bucket *bucket;
 } live_block;
 
+#define STACK_HEADS 1024
 #define BUCKET_HEADS 4096
 #define LIVE_HEADS 16384
 
 static hc_lock profile_lock = HC_LOCK_INITIALIZER;
+static hc_pool stack_pool = HC_POOL_INITIALIZER(sizeof(stack_record));
 static hc_pool bucket_pool = HC_POOL_INITIALIZER(sizeof(bucket));
 static hc_pool live_pool = HC_POOL_INITIALIZER(sizeof(live_block));
-/* Under profile_lock. Static, untouched until used: no start-up cost. */
+/* Under profile_lock. Static, untouched until used: no start-up cost. Stacks
+ * and buckets are never freed; a record joins its chain's head (stack_heads,
+ * bucket_heads, its stack's buckets) with a release store, after its fields:
+ * dumps walk stack_heads and the stacks' buckets with acquire loads and no
+ * lock. */
+static stack_record *stack_heads[STACK_HEADS];
 static bucket *bucket_heads[BUCKET_HEADS];
 static live_block *live_heads[LIVE_HEADS];
 static size_t samples, live_samples, dropped;
@@ -309,26 +330,65 @@ static size_t live_index(const void *block) {
     return ((uintptr_t)block >> 13) % LIVE_HEADS; /* blocks start on pages */
 }
 
+static stack_record *stack_for(const stack_walk *w, uint64_t h) {
+    stack_record **head = &stack_heads[h % STACK_HEADS];
+    for (stack_record *st = *head; st != NULL; st = st->next)
+        if (st->hash == h && st->depth == w->depth &&
+            memcmp(st->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
+            return st;
+    stack_record *st = pool_alloc(&stack_pool);
+    if (st == NULL)
+        return NULL;
+    st->hash = h;
+    st->depth = w->depth;
+    memcpy(st->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]);
+    st->next = *head;
+    __atomic_store_n(head, st, __ATOMIC_RELEASE);
+    return st;
+}
+
+/* The bucket of (stack, size). profile_lock held. */
 static bucket *bucket_for(const stack_walk *w, size_t size) {
-    uint64_t h = 0xcbf29ce484222325ull ^ size;
+    uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < w->depth; i++)
         h = (h ^ w->pcs[i]) * 0x100000001b3ull;
-    bucket **head = &bucket_heads[h % BUCKET_HEADS];
+    uint64_t hs = (h ^ size) * 0x100000001b3ull;
+    bucket **head = &bucket_heads[hs % BUCKET_HEADS];
     for (bucket *b = *head; b != NULL; b = b->next)
-        if (b->hash == h && b->size == size && b->depth == w->depth &&
-            memcmp(b->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
+        if (b->size == size && b->stack->hash == h && b->stack->depth == w->depth &&
+            memcmp(b->stack->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
             return b;
-    bucket *b = pool_alloc(&bucket_pool);
+    stack_record *st = stack_for(w, h);
+    bucket *b = st != NULL ? pool_alloc(&bucket_pool) : NULL;
     if (b == NULL)
         return NULL;
-    b->hash = h;
+    b->stack = st;
     b->size = size;
-    b->depth = w->depth;
-    memcpy(b->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]);
     b->next = *head;
-    *head = b;
+    b->next_of_stack = st->buckets;
+    __atomic_store_n(head, b, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->buckets, b, __ATOMIC_RELEASE);
     return b;
 }
+
+/* Bucket counts as a dump without the lock reads them. */
+static void bucket_counts(const bucket *b, size_t *allocs, size_t *frees) {
+    *frees = __atomic_load_n(&b->frees, __ATOMIC_ACQUIRE);
+    *allocs = __atomic_load_n(&b->allocs, __ATOMIC_RELAXED);
+}
+
+/* Every bucket, stack by stack, as a dump walks them (with or without the lock). */
+static stack_record *first_stack_of_chain(size_t i) {
+    return __atomic_load_n(&stack_heads[i], __ATOMIC_ACQUIRE);
+}
+static bucket *first_bucket_of(const stack_record *st) {
+    return __atomic_load_n(&st->buckets, __ATOMIC_ACQUIRE);
+}
+#define FOR_EACH_BUCKET(st, b)                                                    \
+    for (size_t chain_ = 0; chain_ < STACK_HEADS; chain_++)                       \
+        for (const stack_record *st = first_stack_of_chain(chain_); st != NULL;   \
+             st = st->next)                                                       \
+            for (bucket *b = first_bucket_of(st); b != NULL; b = b->next_of_stack)
 
 static int unwinder_primed; /* atomic: profile_start ran */
 
@@ -345,7 +405,7 @@ void hc_layer_on_sampled_alloc(void *block, size_t size) {
     if (l == NULL) {
         dropped++;
     } else {
-        b->allocs++;
+        __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
         l->block = block;
         l->bucket = b;
         l->next = live_heads[live_index(block)];
@@ -362,7 +422,7 @@ void hc_layer_on_sampled_free(void *block) {
         if (l->block != block)
             continue;
         *at = l->next;
-        l->bucket->frees++;
+        __atomic_store_n(&l->bucket->frees, l->bucket->frees + 1, __ATOMIC_RELEASE);
         live_samples--;
         pool_free(&live_pool, l);
         break;
@@ -381,29 +441,67 @@ static double weight(size_t size) {
 
 /* ---- Writing a profile -------------------------------------------------------------- */
 
-static void put_hex(hc_fd_out *o, uintptr_t v) {
-    char text[19];
-    int n = 18;
-    text[n] = '\0';
+/* Digits straight into the output's buffer: a dump writes thousands of
+ * lines (one per stack and size) and must not hold up the thread that pays
+ * for it longer than it must. */
+static char *put_decimal_at(char *at, uint64_t v) {
+    char digits[20];
+    int n = 0;
     do {
-        text[--n] = "0123456789abcdef"[v & 15];
-        v >>= 4;
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
     } while (v != 0);
-    text[--n] = 'x';
-    text[--n] = '0';
-    fd_out_put(o, text + n);
+    while (n > 0)
+        *at++ = digits[--n];
+    return at;
 }
 
-/* "<count>: <bytes> [<count>: <bytes>] @" as pprof's reader wants it. */
-static void put_counts(hc_fd_out *o, size_t n1, size_t s1, size_t n2, size_t s2) {
-    fd_out_put_u(o, n1);
-    fd_out_put(o, ": ");
-    fd_out_put_u(o, s1);
-    fd_out_put(o, " [");
-    fd_out_put_u(o, n2);
-    fd_out_put(o, ": ");
-    fd_out_put_u(o, s2);
-    fd_out_put(o, "] @");
+static char *put_hex_at(char *at, uint64_t v) {
+    *at++ = '0';
+    *at++ = 'x';
+    for (int shift = (63 - __builtin_clzll(v | 1)) & ~3; shift >= 0; shift -= 4)
+        *at++ = "0123456789abcdef"[(v >> shift) & 15];
+    return at;
+}
+
+/* A stack as a line's tail: " 0x<pc>" per frame and the newline. */
+#define STACK_TEXT_MAX (HC_PROFILE_MAX_DEPTH * 19 + 1)
+
+static size_t stack_text(const stack_record *st, char *text) {
+    char *at = text;
+    for (int k = 0; k < st->depth; k++) {
+        *at++ = ' ';
+        at = put_hex_at(at, st->pcs[k]);
+    }
+    *at++ = '\n';
+    return (size_t)(at - text);
+}
+
+/* The longest line: four counts, the separators, the stack. */
+#define PROFILE_LINE_MAX (4 * 20 + 10 + STACK_TEXT_MAX)
+_Static_assert(PROFILE_LINE_MAX <= sizeof(((hc_fd_out *)0)->buf), "a line fits the buffer");
+
+/* "<count>: <bytes> [<count>: <bytes>] @" as pprof's reader wants it, then
+ * `tail` (a stack's text). */
+static void put_line(hc_fd_out *o, size_t n1, size_t s1, size_t n2, size_t s2, const char *tail,
+                     size_t tail_len) {
+    if (sizeof o->buf - o->len < PROFILE_LINE_MAX)
+        fd_out_flush(o);
+    char *at = put_decimal_at(o->buf + o->len, n1);
+    *at++ = ':';
+    *at++ = ' ';
+    at = put_decimal_at(at, s1);
+    *at++ = ' ';
+    *at++ = '[';
+    at = put_decimal_at(at, n2);
+    *at++ = ':';
+    *at++ = ' ';
+    at = put_decimal_at(at, s2);
+    *at++ = ']';
+    *at++ = ' ';
+    *at++ = '@';
+    memcpy(at, tail, tail_len);
+    o->len = (size_t)(at + tail_len - o->buf);
 }
 
 /* /proc/self/maps, copied in pieces through the output's buffer. */
@@ -424,19 +522,22 @@ static void put_maps(hc_fd_out *o) {
     close(fd);
 }
 
-/* live_only: the leak profile (buckets with live samples only). profile_lock held. */
-static int write_profile_locked(int fd, int live_only) {
+/* live_only: the leak profile (buckets with live samples only). Without
+ * profile_lock (bucket_heads): samples go on meanwhile, and each line is a
+ * bucket's counts at the moment it was read. */
+static int write_profile(int fd, int live_only) {
     hc_fd_out o = {.fd = fd};
     size_t n1 = 0, s1 = 0, n2 = 0, s2 = 0;
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-            n1 += b->allocs - b->frees;
-            s1 += (b->allocs - b->frees) * b->size;
-            n2 += b->allocs;
-            s2 += b->allocs * b->size;
-        }
+    FOR_EACH_BUCKET(st, b) {
+        size_t allocs, frees;
+        bucket_counts(b, &allocs, &frees);
+        n1 += allocs - frees;
+        s1 += (allocs - frees) * b->size;
+        n2 += allocs;
+        s2 += allocs * b->size;
+    }
     fd_out_put(&o, "heap profile: ");
-    put_counts(&o, n1, s1, n2, s2);
+    put_line(&o, n1, s1, n2, s2, "", 0);
     /* pprof unsamples each line by 1/p(its size) when it sees the rate;
      * "heapprofile" tells it the counts are exact (every allocation sampled). */
     if (current_sample_bytes() <= 1) {
@@ -446,25 +547,26 @@ static int write_profile_locked(int fd, int live_only) {
         fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, "\n");
     }
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-            size_t live = b->allocs - b->frees;
-            if (live_only && live == 0)
-                continue;
-            put_counts(&o, live, live * b->size, live_only ? live : b->allocs,
-                       (live_only ? live : b->allocs) * b->size);
-            for (int k = 0; k < b->depth; k++) {
-                fd_out_put(&o, " ");
-                put_hex(&o, b->pcs[k]);
+    for (size_t chain = 0; chain < STACK_HEADS; chain++)
+        for (const stack_record *st = first_stack_of_chain(chain); st != NULL; st = st->next) {
+            char text[STACK_TEXT_MAX];
+            size_t text_len = stack_text(st, text); /* once for all its sizes */
+            for (bucket *b = first_bucket_of(st); b != NULL; b = b->next_of_stack) {
+                size_t allocs, frees;
+                bucket_counts(b, &allocs, &frees);
+                size_t live = allocs - frees;
+                if (live_only && live == 0)
+                    continue;
+                size_t shown = live_only ? live : allocs;
+                put_line(&o, live, live * b->size, shown, shown * b->size, text, text_len);
             }
-            fd_out_put(&o, "\n");
         }
     fd_out_put(&o, "\nMAPPED_LIBRARIES:\n");
     put_maps(&o);
     return fd_out_finish(&o);
 }
 
-static size_t profiles_written;
+static size_t profiles_written; /* atomic */
 
 /* PREFIX.<pid>.<tag>.heap into path; 0, or -1 if there is no prefix or it
  * does not fit. */
@@ -496,10 +598,8 @@ static void write_profile_file(const char *tag, int live_only) {
     if (fd < 0) {
         hc_warn("HCMALLOC_PROFILE: cannot create the profile file");
     } else {
-        hc_lock_acquire(&profile_lock);
-        if (write_profile_locked(fd, live_only) == 0)
-            profiles_written++;
-        hc_lock_release(&profile_lock);
+        if (write_profile(fd, live_only) == 0)
+            __atomic_add_fetch(&profiles_written, 1, __ATOMIC_RELAXED);
         close(fd);
     }
     errno = saved_errno;
@@ -523,10 +623,7 @@ int hc_profile_dump(int fd) {
         errno = ENOSYS; /* HCMALLOC_PROFILE_SAMPLE_BYTES=0: not sampling */
         return -1;
     }
-    hc_lock_acquire(&profile_lock);
-    int r = write_profile_locked(fd, 0);
-    hc_lock_release(&profile_lock);
-    return r;
+    return write_profile(fd, 0);
 }
 
 /* ---- The leak check at exit -------------------------------------------------------- */
@@ -536,15 +633,15 @@ int hc_profile_dump(int fd) {
 static void put_frame(hc_fd_out *o, uintptr_t pc) {
     Dl_info info;
     fd_out_put(o, "    ");
-    put_hex(o, pc);
+    fd_out_put_hex(o, pc);
     if (dladdr((void *)(pc - 1), &info) != 0) {
         fd_out_put(o, " ");
         if (info.dli_sname != NULL) {
             fd_out_put(o, info.dli_sname);
             fd_out_put(o, "+");
-            put_hex(o, pc - (uintptr_t)info.dli_saddr);
+            fd_out_put_hex(o, pc - (uintptr_t)info.dli_saddr);
         } else {
-            put_hex(o, pc - (uintptr_t)info.dli_fbase);
+            fd_out_put_hex(o, pc - (uintptr_t)info.dli_fbase);
         }
         if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
             fd_out_put(o, " (");
@@ -560,15 +657,14 @@ static void leak_report(void) {
     hc_lock_acquire(&profile_lock);
     double blocks = 0, bytes = 0;
     size_t stacks = 0;
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-            size_t live = b->allocs - b->frees;
-            if (live == 0)
-                continue;
-            stacks++;
-            blocks += live * weight(b->size);
-            bytes += live * weight(b->size) * (double)b->size;
-        }
+    FOR_EACH_BUCKET(st, b) {
+        size_t live = b->allocs - b->frees;
+        if (live == 0)
+            continue;
+        stacks++;
+        blocks += live * weight(b->size);
+        bytes += live * weight(b->size) * (double)b->size;
+    }
     fd_out_put(&o, "hcmalloc: leak check: ");
     if (stacks == 0) {
         fd_out_put(&o, "no sampled block is live at exit (");
@@ -586,24 +682,23 @@ static void leak_report(void) {
         fd_out_put(&o, " sampled blocks (1 in ");
         fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, " bytes sampled)\n");
-        for (size_t i = 0; i < BUCKET_HEADS; i++)
-            for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-                size_t live = b->allocs - b->frees;
-                if (live == 0)
-                    continue;
-                double w = weight(b->size);
-                fd_out_put(&o, "  leak: ~");
-                fd_out_put_u(&o, (uint64_t)(live * w * (double)b->size + 0.5));
-                fd_out_put(&o, " bytes in ~");
-                fd_out_put_u(&o, (uint64_t)(live * w + 0.5));
-                fd_out_put(&o, " blocks of ");
-                fd_out_put_u(&o, b->size);
-                fd_out_put(&o, " bytes (");
-                fd_out_put_u(&o, live);
-                fd_out_put(&o, " sampled), allocated at:\n");
-                for (int k = 0; k < b->depth; k++)
-                    put_frame(&o, b->pcs[k]);
-            }
+        FOR_EACH_BUCKET(st, b) {
+            size_t live = b->allocs - b->frees;
+            if (live == 0)
+                continue;
+            double w = weight(b->size);
+            fd_out_put(&o, "  leak: ~");
+            fd_out_put_u(&o, (uint64_t)(live * w * (double)b->size + 0.5));
+            fd_out_put(&o, " bytes in ~");
+            fd_out_put_u(&o, (uint64_t)(live * w + 0.5));
+            fd_out_put(&o, " blocks of ");
+            fd_out_put_u(&o, b->size);
+            fd_out_put(&o, " bytes (");
+            fd_out_put_u(&o, live);
+            fd_out_put(&o, " sampled), allocated at:\n");
+            for (int k = 0; k < st->depth; k++)
+                put_frame(&o, st->pcs[k]);
+        }
         char path[4096];
         if (profile_path("leak", path, sizeof path) == 0) {
             fd_out_put(&o, "hcmalloc: leak check: the leaks' profile is ");
@@ -665,11 +760,10 @@ void hc_profile_get_stats(hc_profile_stats *out) {
     out->samples = samples;
     out->live_samples = live_samples;
     out->dropped = dropped;
-    out->profiles_written = profiles_written;
+    out->profiles_written = __atomic_load_n(&profiles_written, __ATOMIC_RELAXED);
     double est = 0;
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next)
-            est += (double)(b->allocs - b->frees) * weight(b->size) * (double)b->size;
+    FOR_EACH_BUCKET(st, b)
+        est += (double)(b->allocs - b->frees) * weight(b->size) * (double)b->size;
     out->live_estimate = (size_t)(est + 0.5);
     hc_lock_release(&profile_lock);
 }
