@@ -38,6 +38,7 @@
  * read(2) in pieces, no buffer to grow). HCMALLOC_LEAK_CHECK=1 reports at
  * exit the sampled blocks still live.
  * May touch: the options, common/pool.h, common/lock.h, common/fd_out.h,
+ * common/os.h (the kept copy of /proc/self/maps),
  * libgcc's unwinder, libunwind (dlopen'd at load), the loader's
  * dl_iterate_phdr (at load only), fork.c. */
 #define _GNU_SOURCE
@@ -60,6 +61,7 @@
 #include "common/fd_out.h"
 #include "common/hcmalloc.h"
 #include "common/lock.h"
+#include "common/os.h"
 #include "common/pool.h"
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage4_reclaim/options.h"
@@ -69,14 +71,25 @@
 
 /* ---- Numbers without libm ------------------------------------------------------ */
 
-/* ln(x) for x > 0: x = m 2^e, m in [1, 2); ln m = 2 atanh((m-1)/(m+1)). */
+/* ln(x) for x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
+ * ln m = 2 atanh(z) = 2 (z + z^3/3 + z^5/5 ...), z = (m-1)/(m+1), |z| < 0.172:
+ * twelve terms are past double precision (0.172^25 < 1e-19). Every sample
+ * draws a distance; twenty divisions by k were a quarter of its time, so
+ * the reciprocals are constants. */
 static double log_of(double x) {
+    static const double odd_reciprocals[] = {1.0 / 1,  1.0 / 3,  1.0 / 5,  1.0 / 7,
+                                             1.0 / 9,  1.0 / 11, 1.0 / 13, 1.0 / 15,
+                                             1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23};
     union { double d; uint64_t u; } v = {x};
     int e = (int)((v.u >> 52) & 0x7ff) - 1023;
     v.u = (v.u & ~((uint64_t)0x7ff << 52)) | ((uint64_t)1023 << 52);
+    if (v.d > 1.41421356237309504880) {
+        v.d *= 0.5; /* exact */
+        e++;
+    }
     double z = (v.d - 1) / (v.d + 1), z2 = z * z, term = z, sum = 0;
-    for (int k = 1; k < 40; k += 2) {
-        sum += term / k;
+    for (size_t k = 0; k < sizeof odd_reciprocals / sizeof odd_reciprocals[0]; k++) {
+        sum += term * odd_reciprocals[k];
         term *= z2;
     }
     return 2 * sum + e * 0.69314718055994530942;
@@ -393,7 +406,8 @@ static bucket *first_bucket_of(const stack_record *st) {
 static int unwinder_primed; /* atomic: profile_start ran */
 
 void hc_layer_on_sampled_alloc(void *block, size_t size) {
-    stack_walk w = {.depth = 0};
+    stack_walk w;
+    w.depth = 0; /* not the frames: zeroing them was a tenth of a sample's time */
     /* Before the library's constructor primed the unwinder (the loader's
      * own first mallocs) a sample keeps no stack rather than risk it. */
     if (__atomic_load_n(&unwinder_primed, __ATOMIC_ACQUIRE))
@@ -505,7 +519,7 @@ static void put_line(hc_fd_out *o, size_t n1, size_t s1, size_t n2, size_t s2, c
 }
 
 /* /proc/self/maps, copied in pieces through the output's buffer. */
-static void put_maps(hc_fd_out *o) {
+static void put_maps_uncached(hc_fd_out *o) {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
@@ -520,6 +534,81 @@ static void put_maps(hc_fd_out *o) {
         fd_out_flush(o);
     }
     close(fd);
+}
+
+/* The MAPPED_LIBRARIES section, kept between dumps: the kernel walks every
+ * mapping to write /proc/self/maps (a tenth of an interval dump's time on
+ * the bench), and the lines pprof reads, the code of the program and its
+ * libraries, change only when the loader adds or removes an object, which
+ * dl_iterate_phdr counts. Its anonymous lines may then be stale; pprof
+ * ignores them. Under maps_lock, taken by dumps alone and never around a
+ * loader call (the loader holds its lock while it calls malloc). */
+static hc_lock maps_lock = HC_LOCK_INITIALIZER;
+static char *maps_text; /* os_map'd */
+static size_t maps_len, maps_capacity;
+static unsigned long long maps_loads = ~0ull; /* dlpi_adds + dlpi_subs when read; none yet */
+
+static int read_load_count(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds + info->dlpi_subs;
+    return 1; /* the first object says it all */
+}
+
+/* Reads /proc/self/maps into maps_text, growing it; 0, or -1 (no memory). */
+static int refresh_maps_locked(void) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    maps_len = 0;
+    for (;;) {
+        if (maps_capacity - maps_len < 4096) {
+            size_t bigger = maps_capacity == 0 ? 64 << 10 : maps_capacity * 2;
+            char *text = os_map(bigger);
+            if (text == NULL) {
+                close(fd);
+                return -1;
+            }
+            if (maps_text != NULL) {
+                memcpy(text, maps_text, maps_len);
+                os_unmap(maps_text, maps_capacity);
+            }
+            maps_text = text;
+            maps_capacity = bigger;
+        }
+        ssize_t n = read(fd, maps_text + maps_len, maps_capacity - maps_len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        maps_len += (size_t)n;
+    }
+    close(fd);
+    return 0;
+}
+
+static void put_maps(hc_fd_out *o) {
+    unsigned long long loads = 0;
+    dl_iterate_phdr(read_load_count, &loads); /* before maps_lock: the loader's lock */
+    hc_lock_acquire(&maps_lock);
+    if (loads != maps_loads)
+        maps_loads = refresh_maps_locked() == 0 ? loads : ~0ull;
+    if (maps_loads == ~0ull) {
+        hc_lock_release(&maps_lock);
+        put_maps_uncached(o);
+        return;
+    }
+    for (size_t done = 0; done < maps_len;) {
+        size_t piece = maps_len - done;
+        if (piece > sizeof o->buf - o->len)
+            piece = sizeof o->buf - o->len;
+        memcpy(o->buf + o->len, maps_text + done, piece);
+        o->len += piece;
+        done += piece;
+        if (o->len == sizeof o->buf)
+            fd_out_flush(o);
+    }
+    fd_out_flush(o);
+    hc_lock_release(&maps_lock);
 }
 
 /* live_only: the leak profile (buckets with live samples only). Without
@@ -712,8 +801,14 @@ static void leak_report(void) {
 
 /* ---- Start and exit -------------------------------------------------------------- */
 
-static void fork_prepare(void) { hc_lock_acquire(&profile_lock); }
-static void fork_release(void) { hc_lock_release(&profile_lock); }
+static void fork_prepare(void) {
+    hc_lock_acquire(&maps_lock);
+    hc_lock_acquire(&profile_lock);
+}
+static void fork_release(void) {
+    hc_lock_release(&profile_lock);
+    hc_lock_release(&maps_lock);
+}
 
 static _Unwind_Reason_Code count_frame(struct _Unwind_Context *ctx, void *data) {
     (void)ctx;
