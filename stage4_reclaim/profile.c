@@ -11,11 +11,12 @@
  * allocation: exact, and slow.
  *
  * Records: one bucket per (stack, size), counting sampled allocations and
- * frees; one live record per sampled block still in use, found by address
- * on its free. Both from common/pool.h, under one lock, taken only by
- * sampled allocations and their frees. A profile is written without it
- * (buckets are never freed, and are published and counted with atomics):
- * a dump takes milliseconds, and every thread's next sample would wait.
+ * frees, from common/pool.h; a sampled block's span keeps its bucket
+ * (layer_hooks.h), so its free adds to the bucket's count and searches
+ * nothing. One lock, taken only by sampled allocations (the bucket table);
+ * frees and dumps do without it (buckets are never freed, and are
+ * published and counted with atomics): a dump takes milliseconds, and
+ * every thread's next sample would wait.
  *
  * The stack: from the .eh_frame tables every x86-64 object carries, so
  * programs built without frame pointers get whole stacks too (a
@@ -309,26 +310,19 @@ typedef struct bucket {
     struct bucket *next_of_stack;
     const stack_record *stack;
     size_t size;               /* bytes asked for */
-    /* Sampled; written under profile_lock, read by dumps without it. A frees
-     * store is a release, read first with an acquire: a dump never sees
-     * more frees than allocations. */
+    /* Sampled. allocs is written under profile_lock, frees by the freeing
+     * thread (an atomic add, no lock); dumps read both without the lock, frees
+     * first with an acquire, so that they never see more frees than
+     * allocations. */
     size_t allocs, frees;
 } bucket;
 
-typedef struct live_block {
-    struct live_block *next;
-    void *block;
-    bucket *bucket;
-} live_block;
-
 #define STACK_HEADS 1024
 #define BUCKET_HEADS 4096
-#define LIVE_HEADS 16384
 
 static hc_lock profile_lock = HC_LOCK_INITIALIZER;
 static hc_pool stack_pool = HC_POOL_INITIALIZER(sizeof(stack_record));
 static hc_pool bucket_pool = HC_POOL_INITIALIZER(sizeof(bucket));
-static hc_pool live_pool = HC_POOL_INITIALIZER(sizeof(live_block));
 /* Under profile_lock. Static, untouched until used: no start-up cost. Stacks
  * and buckets are never freed; a record joins its chain's head (stack_heads,
  * bucket_heads, its stack's buckets) with a release store, after its fields:
@@ -336,12 +330,8 @@ static hc_pool live_pool = HC_POOL_INITIALIZER(sizeof(live_block));
  * lock. */
 static stack_record *stack_heads[STACK_HEADS];
 static bucket *bucket_heads[BUCKET_HEADS];
-static live_block *live_heads[LIVE_HEADS];
-static size_t samples, live_samples, dropped;
-
-static size_t live_index(const void *block) {
-    return ((uintptr_t)block >> 13) % LIVE_HEADS; /* blocks start on pages */
-}
+static size_t samples, dropped;
+static size_t live_samples; /* atomic: sampled blocks not yet freed */
 
 static stack_record *stack_for(const stack_walk *w, uint64_t h) {
     stack_record **head = &stack_heads[h % STACK_HEADS];
@@ -390,6 +380,12 @@ static void bucket_counts(const bucket *b, size_t *allocs, size_t *frees) {
     *allocs = __atomic_load_n(&b->allocs, __ATOMIC_RELAXED);
 }
 
+static size_t live_count(const bucket *b) {
+    size_t allocs, frees;
+    bucket_counts(b, &allocs, &frees);
+    return allocs - frees;
+}
+
 /* Every bucket, stack by stack, as a dump walks them (with or without the lock). */
 static stack_record *first_stack_of_chain(size_t i) {
     return __atomic_load_n(&stack_heads[i], __ATOMIC_ACQUIRE);
@@ -405,7 +401,8 @@ static bucket *first_bucket_of(const stack_record *st) {
 
 static int unwinder_primed; /* atomic: profile_start ran */
 
-void hc_layer_on_sampled_alloc(void *block, size_t size) {
+void *hc_layer_on_sampled_alloc(void *block, size_t size) {
+    (void)block; /* its span keeps the bucket for the free (layer_hooks.h) */
     stack_walk w;
     w.depth = 0; /* not the frames: zeroing them was a tenth of a sample's time */
     /* Before the library's constructor primed the unwinder (the loader's
@@ -415,33 +412,24 @@ void hc_layer_on_sampled_alloc(void *block, size_t size) {
     hc_lock_acquire(&profile_lock);
     samples++;
     bucket *b = bucket_for(&w, size);
-    live_block *l = b != NULL ? pool_alloc(&live_pool) : NULL;
-    if (l == NULL) {
+    if (b == NULL) {
         dropped++;
     } else {
         __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
-        l->block = block;
-        l->bucket = b;
-        l->next = live_heads[live_index(block)];
-        live_heads[live_index(block)] = l;
-        live_samples++;
+        __atomic_add_fetch(&live_samples, 1, __ATOMIC_RELAXED);
     }
     hc_lock_release(&profile_lock);
+    return b;
 }
 
-void hc_layer_on_sampled_free(void *block) {
-    hc_lock_acquire(&profile_lock);
-    for (live_block **at = &live_heads[live_index(block)]; *at != NULL; at = &(*at)->next) {
-        live_block *l = *at;
-        if (l->block != block)
-            continue;
-        *at = l->next;
-        __atomic_store_n(&l->bucket->frees, l->bucket->frees + 1, __ATOMIC_RELEASE);
-        live_samples--;
-        pool_free(&live_pool, l);
-        break;
-    }
-    hc_lock_release(&profile_lock);
+/* No lock: the count is the bucket's alone, and the bucket never goes away. */
+void hc_layer_on_sampled_free(void *block, void *record) {
+    (void)block;
+    bucket *b = record;
+    if (b == NULL)
+        return; /* its sample was dropped (no memory for a bucket) */
+    __atomic_add_fetch(&b->frees, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&live_samples, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- Estimates ------------------------------------------------------------------- */
@@ -747,7 +735,7 @@ static void leak_report(void) {
     double blocks = 0, bytes = 0;
     size_t stacks = 0;
     FOR_EACH_BUCKET(st, b) {
-        size_t live = b->allocs - b->frees;
+        size_t live = live_count(b);
         if (live == 0)
             continue;
         stacks++;
@@ -767,12 +755,12 @@ static void leak_report(void) {
         fd_out_put(&o, " bytes in ");
         fd_out_put_u(&o, (uint64_t)(blocks + 0.5));
         fd_out_put(&o, " blocks still live at exit, from ");
-        fd_out_put_u(&o, live_samples);
+        fd_out_put_u(&o, __atomic_load_n(&live_samples, __ATOMIC_RELAXED));
         fd_out_put(&o, " sampled blocks (1 in ");
         fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, " bytes sampled)\n");
         FOR_EACH_BUCKET(st, b) {
-            size_t live = b->allocs - b->frees;
+            size_t live = live_count(b);
             if (live == 0)
                 continue;
             double w = weight(b->size);
@@ -853,12 +841,12 @@ void hc_profile_get_stats(hc_profile_stats *out) {
     out->sample_bytes = read_sample_bytes();
     hc_lock_acquire(&profile_lock);
     out->samples = samples;
-    out->live_samples = live_samples;
+    out->live_samples = __atomic_load_n(&live_samples, __ATOMIC_RELAXED);
     out->dropped = dropped;
     out->profiles_written = __atomic_load_n(&profiles_written, __ATOMIC_RELAXED);
     double est = 0;
     FOR_EACH_BUCKET(st, b)
-        est += (double)(b->allocs - b->frees) * weight(b->size) * (double)b->size;
+        est += (double)live_count(b) * weight(b->size) * (double)b->size;
     out->live_estimate = (size_t)(est + 0.5);
     hc_lock_release(&profile_lock);
 }
