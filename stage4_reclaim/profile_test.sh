@@ -13,7 +13,8 @@
 #      bound is 15%: over five standard deviations for every site.
 #   2. HCMALLOC_PROFILE with HCMALLOC_PROFILE_INTERVAL_BYTES=16m writes a
 #      profile per 16 MiB allocated (the program allocates about 207 MiB)
-#      and one at exit.
+#      and one at exit; a library dlopened between two dumps is in the
+#      second's MAPPED_LIBRARIES (the section is kept between dumps).
 #   3. HCMALLOC_LEAK_CHECK=1 estimates each site's leak within TOLERANCE when
 #      sampled, and with every allocation sampled reports exactly
 #      the leaked blocks: 64 x 512 bytes at site_leak, nothing from
@@ -100,6 +101,17 @@ if [ -n "$last" ] && head -1 "$last" | grep -q '^heap profile: .*@ heap_v2/65536
     echo "PASS the exit profile $(basename "$last") is a heap_v2 profile with MAPPED_LIBRARIES"
 else
     fail "the exit profile is not in the legacy heap format: $(head -1 "$last")"
+fi
+
+# The kept MAPPED_LIBRARIES is read again when the loader adds an object.
+# libz (zlib1g: Debian's "required" priority) is not one profile_sites loads.
+late=libz.so.1
+"$sites" dlopen "$work/before.heap" "$work/after.heap" "$late" >/dev/null || fail "the dlopen run exited $?"
+if ! sed -n '/^MAPPED_LIBRARIES:$/,$p' "$work/before.heap" | grep -q "/$late" &&
+    sed -n '/^MAPPED_LIBRARIES:$/,$p' "$work/after.heap" | grep -q "/$late"; then
+    echo "PASS MAPPED_LIBRARIES names $late once it is loaded, not before"
+else
+    fail "MAPPED_LIBRARIES does not follow dlopen($late)"
 fi
 
 # ---- 3. The leak check, exact ------------------------------------------------------------
