@@ -264,14 +264,18 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
 #if HC_SAMPLING
 /* ---- The sampling build only (layer_hooks.h) -------------------------------------- */
 
+/* The block at p, a large span of its own, becomes a sample of `size` bytes. */
+static void mark_sampled(void *p, size_t size) {
+    hc_span *span = pc_span_of(p);
+    span->sampled = 1;
+    span->sample_record = hc_layer_on_sampled_alloc(p, size);
+}
+
 /* A sampled block: a large span of its own, whatever its size, marked. */
 static HC_NOINLINE void *malloc_sampled(size_t size) {
     void *p = large_alloc(size == 0 ? 1 : size, 1);
-    if (p != NULL) {
-        hc_span *span = pc_span_of(p);
-        span->sampled = 1;
-        span->sample_record = hc_layer_on_sampled_alloc(p, size);
-    }
+    if (p != NULL)
+        mark_sampled(p, size);
     return p;
 }
 
@@ -294,14 +298,17 @@ static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
     return malloc_counted(size);
 }
 
-/* hc_realloc kept a sampled block where it was: the block's record ends
- * (a realloc is a new allocation, sampled or not on its own), and its span,
- * a large span of its own, loses the mark. */
-static void unsample_in_place(hc_span *span) {
+/* hc_realloc kept the block where it was. A realloc is a new allocation,
+ * sampled or not on its own: an old record ends (the span, a large span of
+ * its own, loses the mark), and a large block the point fell in is marked
+ * where it is. */
+static void resample_in_place(hc_span *span, int sampled, size_t size) {
     if (span->state == SPAN_LARGE && span->sampled) {
         hc_layer_on_sampled_free(span_start(span), span->sample_record);
         span->sampled = 0;
     }
+    if (sampled)
+        mark_sampled(span_start(span), size);
 }
 #endif
 
@@ -485,20 +492,29 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
 #if HC_SAMPLING
     /* A realloc is an allocation of `size` bytes: counted down, and sampled,
      * as hc_malloc's are (layer_hooks.h), whether or not it moves; counted
-     * once, so a move below takes malloc_for_realloc, not hc_malloc. */
-    if (HC_UNLIKELY((hc_sample_countdown -= (intptr_t)size) < 0) && hc_layer_sample_due(size))
+     * once, so a move below takes malloc_for_realloc, not hc_malloc. A
+     * sampled large block stays where realloc puts it (in place, or moved
+     * with room to grow), marked there; a small one needs a span of its
+     * own, so it moves (a copy of at most 256 KiB). */
+    int sampled = HC_UNLIKELY((hc_sample_countdown -= (intptr_t)size) < 0) && hc_layer_sample_due(size);
+    if (sampled && size <= HC_MAX_SMALL_SIZE)
         return realloc_move(ptr, old, size, malloc_sampled(size));
 #endif
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
                                   : size > HC_MAX_SMALL_SIZE && large_resize_in_place(span, size)) {
 #if HC_SAMPLING
-        unsample_in_place(span);
+        resample_in_place(span, sampled, size);
 #endif
         track_resize(ptr, block_size(span), size);
         return ptr;
     }
-    return realloc_move(ptr, old, size,
-                        size > old ? large_alloc_for_growth(size, old) : malloc_for_realloc(size));
+    void *fresh = realloc_move(ptr, old, size,
+                               size > old ? large_alloc_for_growth(size, old) : malloc_for_realloc(size));
+#if HC_SAMPLING
+    if (sampled && fresh != NULL)
+        mark_sampled(fresh, size); /* large (size > HC_MAX_SMALL_SIZE): a span of its own */
+#endif
+    return fresh;
 }
 
 /* Up to a page, alignment comes from the size classes: objects sit at

@@ -157,7 +157,11 @@ fi
 HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" keep >/dev/null 2>"$work/keep.err" ||
     fail "the sampled leak-check run exited $?"
 estimate() { # SITE: the MiB the report's entries whose first frame is SITE stand for
-    awk -v site="$1" '/^  leak: ~/ { bytes = substr($2, 2); getline; if ($2 ~ "^" site "\\+") sum += bytes }
+    # (an entry sampled before the unwinder was primed has no frames: the
+    # next line may be the next entry's)
+    awk -v site="$1" '/^  leak: ~/ { bytes = substr($2, 2); first = 1; next }
+                      first && /^    0x/ { if ($2 ~ "^" site "\\+") sum += bytes }
+                      { first = 0 }
                       END { printf "%.2f", sum / 1048576 }' "$work/keep.err"
 }
 near "leak check site_pages" "$(estimate site_pages)" 40
