@@ -36,9 +36,9 @@ int hc_layer_dump_heap_profile(int fd);
  * :hcmalloc_profiler target) compiles malloc.c with HC_SAMPLING=1; every
  * other build has none of this, and its fast path is unchanged (the
  * instruction counts in docs/stage3.md). In the sampling build hc_malloc
- * (and hc_realloc, off the fast path) first subtracts the request from
- * this thread's countdown, one thread-local subtract and a branch; when it
- * goes below zero the request may be sampled. A sampled block is given a large span of its own, marked
+ * first subtracts the request from this thread's countdown, one
+ * thread-local subtract and a branch; when it goes below zero the request
+ * may be sampled. A sampled block is given a large span of its own, marked
  * `sampled`, so that its page-map class is 0 and every free of it reaches
  * the large-block slow path, where the mark is read: unsampled frees of
  * small blocks never look (docs/profiling.md). */

@@ -264,23 +264,21 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
 #if HC_SAMPLING
 /* ---- The sampling build only (layer_hooks.h) -------------------------------------- */
 
-/* The block at p, a large span of its own, becomes a sample of `size` bytes. */
-static void mark_sampled(void *p, size_t size) {
-    hc_span *span = pc_span_of(p);
-    span->sampled = 1;
-    span->sample_record = hc_layer_on_sampled_alloc(p, size);
-}
-
 /* A sampled block: a large span of its own, whatever its size, marked. */
 static HC_NOINLINE void *malloc_sampled(size_t size) {
     void *p = large_alloc(size == 0 ? 1 : size, 1);
-    if (p != NULL)
-        mark_sampled(p, size);
+    if (p != NULL) {
+        hc_span *span = pc_span_of(p);
+        span->sampled = 1;
+        span->sample_record = hc_layer_on_sampled_alloc(p, size);
+    }
     return p;
 }
 
-/* hc_malloc after its countdown: for a request already counted. */
-static void *malloc_counted(size_t size) {
+/* The countdown ran out: sampled, or the rest of hc_malloc. */
+static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
+    if (hc_layer_sample_due(size))
+        return malloc_sampled(size);
     if (size - 1 < HC_TABLE_MAX_SIZE) {
         void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
         if (obj != NULL) {
@@ -289,26 +287,6 @@ static void *malloc_counted(size_t size) {
         }
     }
     return malloc_slow(size);
-}
-
-/* The countdown ran out: sampled, or the rest of hc_malloc. */
-static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
-    if (hc_layer_sample_due(size))
-        return malloc_sampled(size);
-    return malloc_counted(size);
-}
-
-/* hc_realloc kept the block where it was. A realloc is a new allocation,
- * sampled or not on its own: an old record ends (the span, a large span of
- * its own, loses the mark), and a large block the point fell in is marked
- * where it is. */
-static void resample_in_place(hc_span *span, int sampled, size_t size) {
-    if (span->state == SPAN_LARGE && span->sampled) {
-        hc_layer_on_sampled_free(span_start(span), span->sample_record);
-        span->sampled = 0;
-    }
-    if (sampled)
-        mark_sampled(span_start(span), size);
 }
 #endif
 
@@ -436,13 +414,6 @@ static int large_resize_in_place(hc_span *span, size_t size) {
     return pc_shrink_span_in_place(span, pages) == 0;
 }
 
-/* hc_realloc's new blocks: the sampling build counted the request already. */
-#if HC_SAMPLING
-#define malloc_for_realloc malloc_counted
-#else
-#define malloc_for_realloc hc_malloc
-#endif
-
 /* A large block of `size` bytes for a block of `old` bytes that grows and
  * must move: half as many pages again as it had, if that is more than it
  * asks for. Growing by small steps then moves a block O(log size) times, not
@@ -452,24 +423,12 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
     size_t pages = large_pages(size);
     size_t with_slack = old > HC_MAX_SMALL_SIZE ? large_pages(old) + large_pages(old) / 2 : 0;
     if (pages == 0 || with_slack <= pages || with_slack > PC_MAX_PAGES)
-        return malloc_for_realloc(size);
+        return hc_malloc(size);
     hc_span *span = pc_alloc_span(with_slack, 0);
     if (span == NULL)
-        return malloc_for_realloc(size); /* the slack is a bet, not a need */
+        return hc_malloc(size); /* the slack is a bet, not a need */
     note_alloc(span_start(span), size, span->direct);
     return span_start(span);
-}
-
-/* hc_realloc's move to `fresh` (NULL: out of memory, ptr untouched). */
-static void *realloc_move(void *ptr, size_t old, size_t size, void *fresh) {
-    if (fresh == NULL)
-        return NULL;
-    /* The copy reads the whole slot, past what a checker knows was asked for. */
-    track_internal_begin(ptr, old);
-    memcpy(fresh, ptr, old < size ? old : size);
-    track_internal_end(ptr, old);
-    hc_free(ptr);
-    return fresh;
 }
 
 /* realloc(p, 0) frees p and returns NULL, as glibc does. A small block stays
@@ -489,31 +448,19 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
         return NULL;
     }
     size_t old = block_size(span);
-#if HC_SAMPLING
-    /* A realloc is an allocation of `size` bytes: counted down, and sampled,
-     * as hc_malloc's are (layer_hooks.h), whether or not it moves; counted
-     * once, so a move below takes malloc_for_realloc, not hc_malloc. A
-     * sampled large block stays where realloc puts it (in place, or moved
-     * with room to grow), marked there; a small one needs a span of its
-     * own, so it moves (a copy of at most 256 KiB). */
-    int sampled = HC_UNLIKELY((hc_sample_countdown -= (intptr_t)size) < 0) && hc_layer_sample_due(size);
-    if (sampled && size <= HC_MAX_SMALL_SIZE)
-        return realloc_move(ptr, old, size, malloc_sampled(size));
-#endif
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
                                   : size > HC_MAX_SMALL_SIZE && large_resize_in_place(span, size)) {
-#if HC_SAMPLING
-        resample_in_place(span, sampled, size);
-#endif
         track_resize(ptr, block_size(span), size);
         return ptr;
     }
-    void *fresh = realloc_move(ptr, old, size,
-                               size > old ? large_alloc_for_growth(size, old) : malloc_for_realloc(size));
-#if HC_SAMPLING
-    if (sampled && fresh != NULL)
-        mark_sampled(fresh, size); /* large (size > HC_MAX_SMALL_SIZE): a span of its own */
-#endif
+    void *fresh = size > old ? large_alloc_for_growth(size, old) : hc_malloc(size);
+    if (fresh == NULL)
+        return NULL;
+    /* The copy reads the whole slot, past what a checker knows was asked for. */
+    track_internal_begin(ptr, old);
+    memcpy(fresh, ptr, old < size ? old : size);
+    track_internal_end(ptr, old);
+    hc_free(ptr);
     return fresh;
 }
 

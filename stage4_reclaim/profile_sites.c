@@ -19,14 +19,7 @@
  * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1).
  * `./profile_sites dlopen BEFORE AFTER LIBRARY` writes a profile to BEFORE,
  * dlopens LIBRARY, and writes one to AFTER: the second's MAPPED_LIBRARIES
- * must name it (profile.c keeps the section between dumps).
- * `./profile_sites realloc FILE` grows blocks with realloc, then dumps to
- * FILE: 100000 x 100 B at site_small_start, grown in place to 112 B (the
- * same class) at site_small_grown = 10.68 MiB live; 10000 x 100 B at
- * site_moved_start, moved to 1000 B at site_small_moved = 9.54 MiB; 20 x
- * 300 KiB at site_large_start, grown to 600 KiB (large: in place or moved) at
- * site_large_grown = 11.72 MiB live. A realloc is an allocation of its new
- * size: the grown sites hold it all, the start sites nothing. */
+ * must name it (profile.c keeps the section between dumps). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -55,23 +48,6 @@ SITE(site_even, 4096)
 SITE(site_odd, 4096)
 SITE(site_churn, 1000)
 SITE(site_leak, 512)
-SITE(site_small_start, 100)
-SITE(site_large_start, 300 << 10)
-SITE(site_moved_start, 100)
-
-#define GROW_SITE(name, bytes)                              \
-    __attribute__((noinline)) void *name(void *old) {       \
-        void *p = realloc(old, bytes);                      \
-        if (p == NULL) {                                    \
-            perror(#name);                                  \
-            exit(1);                                        \
-        }                                                   \
-        sink = p;                                           \
-        return p;                                           \
-    }
-GROW_SITE(site_small_grown, 112)
-GROW_SITE(site_large_grown, 600 << 10)
-GROW_SITE(site_small_moved, 1000)
 
 #define KEEP (10240 + 218453 + 100 + 2 * 5120)
 static void *keep[KEEP];
@@ -96,14 +72,6 @@ int main(int argc, char **argv) {
             return 1;
         }
         return dump_to(argv[3]);
-    }
-    if (argc == 3 && strcmp(argv[1], "realloc") == 0) {
-        for (int i = 0; i < 100000; i++) keep[n++] = site_small_grown(site_small_start());
-        for (int i = 0; i < 10000; i++) keep[n++] = site_small_moved(site_moved_start());
-        for (int i = 0; i < 20; i++) keep[n++] = site_large_grown(site_large_start());
-        int failed = dump_to(argv[2]);
-        for (size_t i = 0; i < n; i++) free(keep[i]);
-        return failed;
     }
     if (argc == 2 && strcmp(argv[1], "leak") == 0) {
         for (int i = 0; i < 1000; i++) free(site_churn());

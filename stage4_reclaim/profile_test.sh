@@ -87,25 +87,6 @@ for program in "$sites" "$sites_fp" "$work/profile_sites_libgcc"; do
     fi
 done
 
-# realloc is a sample point: the grown blocks belong to the realloc's
-# caller, whether realloc grew them in place or moved them, and not to
-# the malloc that first made them. (T = 8 KiB: for these sites of 9.5 MiB
-# and more, 15% is over five standard deviations, as in part 1.)
-HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" realloc "$work/realloc.heap" >/dev/null || fail "the realloc run exited $?"
-pprof_rows "$sites" "$work/realloc.heap" >"$work/realloc.live"
-realloc_flat() { awk -v f="$1" '$1 == f {print $2}' "$work/realloc.live"; }
-near "realloc site_small_grown (in place)" "$(realloc_flat site_small_grown)" 10.68
-near "realloc site_small_moved (counted once)" "$(realloc_flat site_small_moved)" 9.54
-near "realloc site_large_grown" "$(realloc_flat site_large_grown)" 11.72
-for start in site_small_start site_moved_start site_large_start; do
-    left=$(realloc_flat $start)
-    if awk -v m="${left:-0}" 'BEGIN { exit !(m < 0.5) }'; then
-        echo "PASS realloc: $start keeps ${left:-0} MiB of the blocks grown from it"
-    else
-        fail "realloc: $start still holds $left MiB of blocks realloc grew"
-    fi
-done
-
 # ---- 2. Periodic profiles and the one at exit --------------------------------------
 HCMALLOC_PROFILE="$work/run" HCMALLOC_PROFILE_INTERVAL_BYTES=16m HCMALLOC_PROFILE_SAMPLE_BYTES=64k \
     "$sites" >/dev/null || fail "the HCMALLOC_PROFILE run exited $?"
