@@ -59,9 +59,11 @@ extern HC_THREAD_LOCAL intptr_t hc_sample_countdown;
  * profiling is off, which arms it out of reach). */
 int hc_layer_sample_due(size_t size);
 
-/* A sampled block was handed out (its span is marked) / is being freed. */
-void hc_layer_on_sampled_alloc(void *block, size_t size);
-void hc_layer_on_sampled_free(void *block);
+/* A sampled block was handed out (its span is marked): returns the
+ * profiler's record of it, which the span keeps (span->sample_record) and
+ * gives back when the block is freed: no table to search at the free. */
+void *hc_layer_on_sampled_alloc(void *block, size_t size);
+void hc_layer_on_sampled_free(void *block, void *record);
 #endif
 
 #endif /* HC_LAYER_HOOKS_H_ */

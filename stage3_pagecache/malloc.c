@@ -166,7 +166,7 @@ static hc_span *large_span_of(void *ptr, const char *what) {
 static void large_free(hc_span *span) {
 #if HC_SAMPLING
     if (span->sampled) /* the mark that sends a sampled block's free here (layer_hooks.h) */
-        hc_layer_on_sampled_free(span_start(span));
+        hc_layer_on_sampled_free(span_start(span), span->sample_record);
 #endif
     track_free(span_start(span), span_bytes(span));
     pc_free_span(span);
@@ -302,8 +302,9 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
 static HC_NOINLINE void *malloc_sampled(size_t size) {
     void *p = large_alloc(size == 0 ? 1 : size, 1);
     if (p != NULL) {
-        pc_span_of(p)->sampled = 1;
-        hc_layer_on_sampled_alloc(p, size);
+        hc_span *span = pc_span_of(p);
+        span->sampled = 1;
+        span->sample_record = hc_layer_on_sampled_alloc(p, size);
     }
     return p;
 }

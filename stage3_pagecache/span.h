@@ -94,6 +94,10 @@ typedef struct hc_span {
          * two states never overlap), so the record stays one 64-byte cache
          * line. */
         size_t backed_pages;
+        /* SPAN_LARGE and sampled: the heap profiler's record of the block
+         * (layer_hooks.h, HC_SAMPLING). span_hand_out clears the word, and
+         * pc_free_span sets backed_pages over it. */
+        void *sample_record;
     };
     uint32_t free_count;
     uint32_t objects_in_use;

@@ -11,9 +11,12 @@
  * allocation: exact, and slow.
  *
  * Records: one bucket per (stack, size), counting sampled allocations and
- * frees; one live record per sampled block still in use, found by address
- * on its free. Both from common/pool.h, under one lock, taken only by
- * sampled allocations and their frees (and dumps).
+ * frees, from common/pool.h; a sampled block's span keeps its bucket
+ * (layer_hooks.h), so its free adds to the bucket's count and searches
+ * nothing. One lock, taken only by sampled allocations (the bucket table);
+ * frees and dumps do without it (buckets are never freed, and are
+ * published and counted with atomics): a dump takes milliseconds, and
+ * every thread's next sample would wait.
  *
  * The stack: from the .eh_frame tables every x86-64 object carries, so
  * programs built without frame pointers get whole stacks too (a
@@ -36,6 +39,7 @@
  * read(2) in pieces, no buffer to grow). HCMALLOC_LEAK_CHECK=1 reports at
  * exit the sampled blocks still live.
  * May touch: the options, common/pool.h, common/lock.h, common/fd_out.h,
+ * common/os.h (the kept copy of /proc/self/maps),
  * libgcc's unwinder, libunwind (dlopen'd at load), the loader's
  * dl_iterate_phdr (at load only), fork.c. */
 #define _GNU_SOURCE
@@ -58,6 +62,7 @@
 #include "common/fd_out.h"
 #include "common/hcmalloc.h"
 #include "common/lock.h"
+#include "common/os.h"
 #include "common/pool.h"
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage4_reclaim/options.h"
@@ -67,14 +72,25 @@
 
 /* ---- Numbers without libm ------------------------------------------------------ */
 
-/* ln(x) for x > 0: x = m 2^e, m in [1, 2); ln m = 2 atanh((m-1)/(m+1)). */
+/* ln(x) for x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
+ * ln m = 2 atanh(z) = 2 (z + z^3/3 + z^5/5 ...), z = (m-1)/(m+1), |z| < 0.172:
+ * twelve terms are past double precision (0.172^25 < 1e-19). Every sample
+ * draws a distance; twenty divisions by k were a quarter of its time, so
+ * the reciprocals are constants. */
 static double log_of(double x) {
+    static const double odd_reciprocals[] = {1.0 / 1,  1.0 / 3,  1.0 / 5,  1.0 / 7,
+                                             1.0 / 9,  1.0 / 11, 1.0 / 13, 1.0 / 15,
+                                             1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23};
     union { double d; uint64_t u; } v = {x};
     int e = (int)((v.u >> 52) & 0x7ff) - 1023;
     v.u = (v.u & ~((uint64_t)0x7ff << 52)) | ((uint64_t)1023 << 52);
+    if (v.d > 1.41421356237309504880) {
+        v.d *= 0.5; /* exact */
+        e++;
+    }
     double z = (v.d - 1) / (v.d + 1), z2 = z * z, term = z, sum = 0;
-    for (int k = 1; k < 40; k += 2) {
-        sum += term / k;
+    for (size_t k = 0; k < sizeof odd_reciprocals / sizeof odd_reciprocals[0]; k++) {
+        sum += term * odd_reciprocals[k];
         term *= z2;
     }
     return 2 * sum + e * 0.69314718055994530942;
@@ -279,61 +295,116 @@ static void open_libunwind(void) {
 
 /* ---- The records --------------------------------------------------------------- */
 
-typedef struct bucket {
-    struct bucket *next; /* in its hash chain (and the pool's link while free) */
+/* A distinct call stack. Its buckets (one per size) hang from it, so that a
+ * dump writes the stack's text once for all its lines. */
+typedef struct stack_record {
+    struct stack_record *next; /* in its hash chain (and the pool's link while free) */
+    struct bucket *buckets;    /* this stack's, one per size */
     uint64_t hash;
-    size_t size;         /* bytes asked for */
-    size_t allocs, frees; /* sampled */
     int depth;
     uintptr_t pcs[HC_PROFILE_MAX_DEPTH];
+} stack_record;
+
+typedef struct bucket {
+    struct bucket *next;       /* in its hash chain (and the pool's link while free) */
+    struct bucket *next_of_stack;
+    const stack_record *stack;
+    size_t size;               /* bytes asked for */
+    /* Sampled. allocs is written under profile_lock, frees by the freeing
+     * thread (an atomic add, no lock); dumps read both without the lock, frees
+     * first with an acquire, so that they never see more frees than
+     * allocations. */
+    size_t allocs, frees;
 } bucket;
 
-typedef struct live_block {
-    struct live_block *next;
-    void *block;
-    bucket *bucket;
-} live_block;
-
+#define STACK_HEADS 1024
 #define BUCKET_HEADS 4096
-#define LIVE_HEADS 16384
 
 static hc_lock profile_lock = HC_LOCK_INITIALIZER;
+static hc_pool stack_pool = HC_POOL_INITIALIZER(sizeof(stack_record));
 static hc_pool bucket_pool = HC_POOL_INITIALIZER(sizeof(bucket));
-static hc_pool live_pool = HC_POOL_INITIALIZER(sizeof(live_block));
-/* Under profile_lock. Static, untouched until used: no start-up cost. */
+/* Under profile_lock. Static, untouched until used: no start-up cost. Stacks
+ * and buckets are never freed; a record joins its chain's head (stack_heads,
+ * bucket_heads, its stack's buckets) with a release store, after its fields:
+ * dumps walk stack_heads and the stacks' buckets with acquire loads and no
+ * lock. */
+static stack_record *stack_heads[STACK_HEADS];
 static bucket *bucket_heads[BUCKET_HEADS];
-static live_block *live_heads[LIVE_HEADS];
-static size_t samples, live_samples, dropped;
+static size_t samples, dropped;
+static size_t live_samples; /* atomic: sampled blocks not yet freed */
 
-static size_t live_index(const void *block) {
-    return ((uintptr_t)block >> 13) % LIVE_HEADS; /* blocks start on pages */
+static stack_record *stack_for(const stack_walk *w, uint64_t h) {
+    stack_record **head = &stack_heads[h % STACK_HEADS];
+    for (stack_record *st = *head; st != NULL; st = st->next)
+        if (st->hash == h && st->depth == w->depth &&
+            memcmp(st->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
+            return st;
+    stack_record *st = pool_alloc(&stack_pool);
+    if (st == NULL)
+        return NULL;
+    st->hash = h;
+    st->depth = w->depth;
+    memcpy(st->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]);
+    st->next = *head;
+    __atomic_store_n(head, st, __ATOMIC_RELEASE);
+    return st;
 }
 
+/* The bucket of (stack, size). profile_lock held. */
 static bucket *bucket_for(const stack_walk *w, size_t size) {
-    uint64_t h = 0xcbf29ce484222325ull ^ size;
+    uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < w->depth; i++)
         h = (h ^ w->pcs[i]) * 0x100000001b3ull;
-    bucket **head = &bucket_heads[h % BUCKET_HEADS];
+    uint64_t hs = (h ^ size) * 0x100000001b3ull;
+    bucket **head = &bucket_heads[hs % BUCKET_HEADS];
     for (bucket *b = *head; b != NULL; b = b->next)
-        if (b->hash == h && b->size == size && b->depth == w->depth &&
-            memcmp(b->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
+        if (b->size == size && b->stack->hash == h && b->stack->depth == w->depth &&
+            memcmp(b->stack->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]) == 0)
             return b;
-    bucket *b = pool_alloc(&bucket_pool);
+    stack_record *st = stack_for(w, h);
+    bucket *b = st != NULL ? pool_alloc(&bucket_pool) : NULL;
     if (b == NULL)
         return NULL;
-    b->hash = h;
+    b->stack = st;
     b->size = size;
-    b->depth = w->depth;
-    memcpy(b->pcs, w->pcs, (size_t)w->depth * sizeof w->pcs[0]);
     b->next = *head;
-    *head = b;
+    b->next_of_stack = st->buckets;
+    __atomic_store_n(head, b, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->buckets, b, __ATOMIC_RELEASE);
     return b;
 }
 
+/* Bucket counts as a dump without the lock reads them. */
+static void bucket_counts(const bucket *b, size_t *allocs, size_t *frees) {
+    *frees = __atomic_load_n(&b->frees, __ATOMIC_ACQUIRE);
+    *allocs = __atomic_load_n(&b->allocs, __ATOMIC_RELAXED);
+}
+
+static size_t live_count(const bucket *b) {
+    size_t allocs, frees;
+    bucket_counts(b, &allocs, &frees);
+    return allocs - frees;
+}
+
+/* Every bucket, stack by stack, as a dump walks them (with or without the lock). */
+static stack_record *first_stack_of_chain(size_t i) {
+    return __atomic_load_n(&stack_heads[i], __ATOMIC_ACQUIRE);
+}
+static bucket *first_bucket_of(const stack_record *st) {
+    return __atomic_load_n(&st->buckets, __ATOMIC_ACQUIRE);
+}
+#define FOR_EACH_BUCKET(st, b)                                                    \
+    for (size_t chain_ = 0; chain_ < STACK_HEADS; chain_++)                       \
+        for (const stack_record *st = first_stack_of_chain(chain_); st != NULL;   \
+             st = st->next)                                                       \
+            for (bucket *b = first_bucket_of(st); b != NULL; b = b->next_of_stack)
+
 static int unwinder_primed; /* atomic: profile_start ran */
 
-void hc_layer_on_sampled_alloc(void *block, size_t size) {
-    stack_walk w = {.depth = 0};
+void *hc_layer_on_sampled_alloc(void *block, size_t size) {
+    (void)block; /* its span keeps the bucket for the free (layer_hooks.h) */
+    stack_walk w;
+    w.depth = 0; /* not the frames: zeroing them was a tenth of a sample's time */
     /* Before the library's constructor primed the unwinder (the loader's
      * own first mallocs) a sample keeps no stack rather than risk it. */
     if (__atomic_load_n(&unwinder_primed, __ATOMIC_ACQUIRE))
@@ -341,33 +412,24 @@ void hc_layer_on_sampled_alloc(void *block, size_t size) {
     hc_lock_acquire(&profile_lock);
     samples++;
     bucket *b = bucket_for(&w, size);
-    live_block *l = b != NULL ? pool_alloc(&live_pool) : NULL;
-    if (l == NULL) {
+    if (b == NULL) {
         dropped++;
     } else {
-        b->allocs++;
-        l->block = block;
-        l->bucket = b;
-        l->next = live_heads[live_index(block)];
-        live_heads[live_index(block)] = l;
-        live_samples++;
+        __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&live_samples, 1, __ATOMIC_RELAXED);
     }
     hc_lock_release(&profile_lock);
+    return b;
 }
 
-void hc_layer_on_sampled_free(void *block) {
-    hc_lock_acquire(&profile_lock);
-    for (live_block **at = &live_heads[live_index(block)]; *at != NULL; at = &(*at)->next) {
-        live_block *l = *at;
-        if (l->block != block)
-            continue;
-        *at = l->next;
-        l->bucket->frees++;
-        live_samples--;
-        pool_free(&live_pool, l);
-        break;
-    }
-    hc_lock_release(&profile_lock);
+/* No lock: the count is the bucket's alone, and the bucket never goes away. */
+void hc_layer_on_sampled_free(void *block, void *record) {
+    (void)block;
+    bucket *b = record;
+    if (b == NULL)
+        return; /* its sample was dropped (no memory for a bucket) */
+    __atomic_add_fetch(&b->frees, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&live_samples, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- Estimates ------------------------------------------------------------------- */
@@ -381,33 +443,71 @@ static double weight(size_t size) {
 
 /* ---- Writing a profile -------------------------------------------------------------- */
 
-static void put_hex(hc_fd_out *o, uintptr_t v) {
-    char text[19];
-    int n = 18;
-    text[n] = '\0';
+/* Digits straight into the output's buffer: a dump writes thousands of
+ * lines (one per stack and size) and must not hold up the thread that pays
+ * for it longer than it must. */
+static char *put_decimal_at(char *at, uint64_t v) {
+    char digits[20];
+    int n = 0;
     do {
-        text[--n] = "0123456789abcdef"[v & 15];
-        v >>= 4;
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
     } while (v != 0);
-    text[--n] = 'x';
-    text[--n] = '0';
-    fd_out_put(o, text + n);
+    while (n > 0)
+        *at++ = digits[--n];
+    return at;
 }
 
-/* "<count>: <bytes> [<count>: <bytes>] @" as pprof's reader wants it. */
-static void put_counts(hc_fd_out *o, size_t n1, size_t s1, size_t n2, size_t s2) {
-    fd_out_put_u(o, n1);
-    fd_out_put(o, ": ");
-    fd_out_put_u(o, s1);
-    fd_out_put(o, " [");
-    fd_out_put_u(o, n2);
-    fd_out_put(o, ": ");
-    fd_out_put_u(o, s2);
-    fd_out_put(o, "] @");
+static char *put_hex_at(char *at, uint64_t v) {
+    *at++ = '0';
+    *at++ = 'x';
+    for (int shift = (63 - __builtin_clzll(v | 1)) & ~3; shift >= 0; shift -= 4)
+        *at++ = "0123456789abcdef"[(v >> shift) & 15];
+    return at;
+}
+
+/* A stack as a line's tail: " 0x<pc>" per frame and the newline. */
+#define STACK_TEXT_MAX (HC_PROFILE_MAX_DEPTH * 19 + 1)
+
+static size_t stack_text(const stack_record *st, char *text) {
+    char *at = text;
+    for (int k = 0; k < st->depth; k++) {
+        *at++ = ' ';
+        at = put_hex_at(at, st->pcs[k]);
+    }
+    *at++ = '\n';
+    return (size_t)(at - text);
+}
+
+/* The longest line: four counts, the separators, the stack. */
+#define PROFILE_LINE_MAX (4 * 20 + 10 + STACK_TEXT_MAX)
+_Static_assert(PROFILE_LINE_MAX <= sizeof(((hc_fd_out *)0)->buf), "a line fits the buffer");
+
+/* "<count>: <bytes> [<count>: <bytes>] @" as pprof's reader wants it, then
+ * `tail` (a stack's text). */
+static void put_line(hc_fd_out *o, size_t n1, size_t s1, size_t n2, size_t s2, const char *tail,
+                     size_t tail_len) {
+    if (sizeof o->buf - o->len < PROFILE_LINE_MAX)
+        fd_out_flush(o);
+    char *at = put_decimal_at(o->buf + o->len, n1);
+    *at++ = ':';
+    *at++ = ' ';
+    at = put_decimal_at(at, s1);
+    *at++ = ' ';
+    *at++ = '[';
+    at = put_decimal_at(at, n2);
+    *at++ = ':';
+    *at++ = ' ';
+    at = put_decimal_at(at, s2);
+    *at++ = ']';
+    *at++ = ' ';
+    *at++ = '@';
+    memcpy(at, tail, tail_len);
+    o->len = (size_t)(at + tail_len - o->buf);
 }
 
 /* /proc/self/maps, copied in pieces through the output's buffer. */
-static void put_maps(hc_fd_out *o) {
+static void put_maps_uncached(hc_fd_out *o) {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
@@ -424,19 +524,97 @@ static void put_maps(hc_fd_out *o) {
     close(fd);
 }
 
-/* live_only: the leak profile (buckets with live samples only). profile_lock held. */
-static int write_profile_locked(int fd, int live_only) {
+/* The MAPPED_LIBRARIES section, kept between dumps: the kernel walks every
+ * mapping to write /proc/self/maps (a tenth of an interval dump's time on
+ * the bench), and the lines pprof reads, the code of the program and its
+ * libraries, change only when the loader adds or removes an object, which
+ * dl_iterate_phdr counts. Its anonymous lines may then be stale; pprof
+ * ignores them. Under maps_lock, taken by dumps alone and never around a
+ * loader call (the loader holds its lock while it calls malloc). */
+static hc_lock maps_lock = HC_LOCK_INITIALIZER;
+static char *maps_text; /* os_map'd */
+static size_t maps_len, maps_capacity;
+static unsigned long long maps_loads = ~0ull; /* dlpi_adds + dlpi_subs when read; none yet */
+
+static int read_load_count(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds + info->dlpi_subs;
+    return 1; /* the first object says it all */
+}
+
+/* Reads /proc/self/maps into maps_text, growing it; 0, or -1 (no memory). */
+static int refresh_maps_locked(void) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    maps_len = 0;
+    for (;;) {
+        if (maps_capacity - maps_len < 4096) {
+            size_t bigger = maps_capacity == 0 ? 64 << 10 : maps_capacity * 2;
+            char *text = os_map(bigger);
+            if (text == NULL) {
+                close(fd);
+                return -1;
+            }
+            if (maps_text != NULL) {
+                memcpy(text, maps_text, maps_len);
+                os_unmap(maps_text, maps_capacity);
+            }
+            maps_text = text;
+            maps_capacity = bigger;
+        }
+        ssize_t n = read(fd, maps_text + maps_len, maps_capacity - maps_len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        maps_len += (size_t)n;
+    }
+    close(fd);
+    return 0;
+}
+
+static void put_maps(hc_fd_out *o) {
+    unsigned long long loads = 0;
+    dl_iterate_phdr(read_load_count, &loads); /* before maps_lock: the loader's lock */
+    hc_lock_acquire(&maps_lock);
+    if (loads != maps_loads)
+        maps_loads = refresh_maps_locked() == 0 ? loads : ~0ull;
+    if (maps_loads == ~0ull) {
+        hc_lock_release(&maps_lock);
+        put_maps_uncached(o);
+        return;
+    }
+    for (size_t done = 0; done < maps_len;) {
+        size_t piece = maps_len - done;
+        if (piece > sizeof o->buf - o->len)
+            piece = sizeof o->buf - o->len;
+        memcpy(o->buf + o->len, maps_text + done, piece);
+        o->len += piece;
+        done += piece;
+        if (o->len == sizeof o->buf)
+            fd_out_flush(o);
+    }
+    fd_out_flush(o);
+    hc_lock_release(&maps_lock);
+}
+
+/* live_only: the leak profile (buckets with live samples only). Without
+ * profile_lock (bucket_heads): samples go on meanwhile, and each line is a
+ * bucket's counts at the moment it was read. */
+static int write_profile(int fd, int live_only) {
     hc_fd_out o = {.fd = fd};
     size_t n1 = 0, s1 = 0, n2 = 0, s2 = 0;
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-            n1 += b->allocs - b->frees;
-            s1 += (b->allocs - b->frees) * b->size;
-            n2 += b->allocs;
-            s2 += b->allocs * b->size;
-        }
+    FOR_EACH_BUCKET(st, b) {
+        size_t allocs, frees;
+        bucket_counts(b, &allocs, &frees);
+        n1 += allocs - frees;
+        s1 += (allocs - frees) * b->size;
+        n2 += allocs;
+        s2 += allocs * b->size;
+    }
     fd_out_put(&o, "heap profile: ");
-    put_counts(&o, n1, s1, n2, s2);
+    put_line(&o, n1, s1, n2, s2, "", 0);
     /* pprof unsamples each line by 1/p(its size) when it sees the rate;
      * "heapprofile" tells it the counts are exact (every allocation sampled). */
     if (current_sample_bytes() <= 1) {
@@ -446,25 +624,26 @@ static int write_profile_locked(int fd, int live_only) {
         fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, "\n");
     }
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-            size_t live = b->allocs - b->frees;
-            if (live_only && live == 0)
-                continue;
-            put_counts(&o, live, live * b->size, live_only ? live : b->allocs,
-                       (live_only ? live : b->allocs) * b->size);
-            for (int k = 0; k < b->depth; k++) {
-                fd_out_put(&o, " ");
-                put_hex(&o, b->pcs[k]);
+    for (size_t chain = 0; chain < STACK_HEADS; chain++)
+        for (const stack_record *st = first_stack_of_chain(chain); st != NULL; st = st->next) {
+            char text[STACK_TEXT_MAX];
+            size_t text_len = stack_text(st, text); /* once for all its sizes */
+            for (bucket *b = first_bucket_of(st); b != NULL; b = b->next_of_stack) {
+                size_t allocs, frees;
+                bucket_counts(b, &allocs, &frees);
+                size_t live = allocs - frees;
+                if (live_only && live == 0)
+                    continue;
+                size_t shown = live_only ? live : allocs;
+                put_line(&o, live, live * b->size, shown, shown * b->size, text, text_len);
             }
-            fd_out_put(&o, "\n");
         }
     fd_out_put(&o, "\nMAPPED_LIBRARIES:\n");
     put_maps(&o);
     return fd_out_finish(&o);
 }
 
-static size_t profiles_written;
+static size_t profiles_written; /* atomic */
 
 /* PREFIX.<pid>.<tag>.heap into path; 0, or -1 if there is no prefix or it
  * does not fit. */
@@ -496,10 +675,8 @@ static void write_profile_file(const char *tag, int live_only) {
     if (fd < 0) {
         hc_warn("HCMALLOC_PROFILE: cannot create the profile file");
     } else {
-        hc_lock_acquire(&profile_lock);
-        if (write_profile_locked(fd, live_only) == 0)
-            profiles_written++;
-        hc_lock_release(&profile_lock);
+        if (write_profile(fd, live_only) == 0)
+            __atomic_add_fetch(&profiles_written, 1, __ATOMIC_RELAXED);
         close(fd);
     }
     errno = saved_errno;
@@ -523,10 +700,7 @@ int hc_profile_dump(int fd) {
         errno = ENOSYS; /* HCMALLOC_PROFILE_SAMPLE_BYTES=0: not sampling */
         return -1;
     }
-    hc_lock_acquire(&profile_lock);
-    int r = write_profile_locked(fd, 0);
-    hc_lock_release(&profile_lock);
-    return r;
+    return write_profile(fd, 0);
 }
 
 /* ---- The leak check at exit -------------------------------------------------------- */
@@ -536,15 +710,15 @@ int hc_profile_dump(int fd) {
 static void put_frame(hc_fd_out *o, uintptr_t pc) {
     Dl_info info;
     fd_out_put(o, "    ");
-    put_hex(o, pc);
+    fd_out_put_hex(o, pc);
     if (dladdr((void *)(pc - 1), &info) != 0) {
         fd_out_put(o, " ");
         if (info.dli_sname != NULL) {
             fd_out_put(o, info.dli_sname);
             fd_out_put(o, "+");
-            put_hex(o, pc - (uintptr_t)info.dli_saddr);
+            fd_out_put_hex(o, pc - (uintptr_t)info.dli_saddr);
         } else {
-            put_hex(o, pc - (uintptr_t)info.dli_fbase);
+            fd_out_put_hex(o, pc - (uintptr_t)info.dli_fbase);
         }
         if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
             fd_out_put(o, " (");
@@ -560,15 +734,14 @@ static void leak_report(void) {
     hc_lock_acquire(&profile_lock);
     double blocks = 0, bytes = 0;
     size_t stacks = 0;
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-            size_t live = b->allocs - b->frees;
-            if (live == 0)
-                continue;
-            stacks++;
-            blocks += live * weight(b->size);
-            bytes += live * weight(b->size) * (double)b->size;
-        }
+    FOR_EACH_BUCKET(st, b) {
+        size_t live = live_count(b);
+        if (live == 0)
+            continue;
+        stacks++;
+        blocks += live * weight(b->size);
+        bytes += live * weight(b->size) * (double)b->size;
+    }
     fd_out_put(&o, "hcmalloc: leak check: ");
     if (stacks == 0) {
         fd_out_put(&o, "no sampled block is live at exit (");
@@ -582,28 +755,27 @@ static void leak_report(void) {
         fd_out_put(&o, " bytes in ");
         fd_out_put_u(&o, (uint64_t)(blocks + 0.5));
         fd_out_put(&o, " blocks still live at exit, from ");
-        fd_out_put_u(&o, live_samples);
+        fd_out_put_u(&o, __atomic_load_n(&live_samples, __ATOMIC_RELAXED));
         fd_out_put(&o, " sampled blocks (1 in ");
         fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, " bytes sampled)\n");
-        for (size_t i = 0; i < BUCKET_HEADS; i++)
-            for (bucket *b = bucket_heads[i]; b != NULL; b = b->next) {
-                size_t live = b->allocs - b->frees;
-                if (live == 0)
-                    continue;
-                double w = weight(b->size);
-                fd_out_put(&o, "  leak: ~");
-                fd_out_put_u(&o, (uint64_t)(live * w * (double)b->size + 0.5));
-                fd_out_put(&o, " bytes in ~");
-                fd_out_put_u(&o, (uint64_t)(live * w + 0.5));
-                fd_out_put(&o, " blocks of ");
-                fd_out_put_u(&o, b->size);
-                fd_out_put(&o, " bytes (");
-                fd_out_put_u(&o, live);
-                fd_out_put(&o, " sampled), allocated at:\n");
-                for (int k = 0; k < b->depth; k++)
-                    put_frame(&o, b->pcs[k]);
-            }
+        FOR_EACH_BUCKET(st, b) {
+            size_t live = live_count(b);
+            if (live == 0)
+                continue;
+            double w = weight(b->size);
+            fd_out_put(&o, "  leak: ~");
+            fd_out_put_u(&o, (uint64_t)(live * w * (double)b->size + 0.5));
+            fd_out_put(&o, " bytes in ~");
+            fd_out_put_u(&o, (uint64_t)(live * w + 0.5));
+            fd_out_put(&o, " blocks of ");
+            fd_out_put_u(&o, b->size);
+            fd_out_put(&o, " bytes (");
+            fd_out_put_u(&o, live);
+            fd_out_put(&o, " sampled), allocated at:\n");
+            for (int k = 0; k < st->depth; k++)
+                put_frame(&o, st->pcs[k]);
+        }
         char path[4096];
         if (profile_path("leak", path, sizeof path) == 0) {
             fd_out_put(&o, "hcmalloc: leak check: the leaks' profile is ");
@@ -617,8 +789,14 @@ static void leak_report(void) {
 
 /* ---- Start and exit -------------------------------------------------------------- */
 
-static void fork_prepare(void) { hc_lock_acquire(&profile_lock); }
-static void fork_release(void) { hc_lock_release(&profile_lock); }
+static void fork_prepare(void) {
+    hc_lock_acquire(&maps_lock);
+    hc_lock_acquire(&profile_lock);
+}
+static void fork_release(void) {
+    hc_lock_release(&profile_lock);
+    hc_lock_release(&maps_lock);
+}
 
 static _Unwind_Reason_Code count_frame(struct _Unwind_Context *ctx, void *data) {
     (void)ctx;
@@ -663,13 +841,12 @@ void hc_profile_get_stats(hc_profile_stats *out) {
     out->sample_bytes = read_sample_bytes();
     hc_lock_acquire(&profile_lock);
     out->samples = samples;
-    out->live_samples = live_samples;
+    out->live_samples = __atomic_load_n(&live_samples, __ATOMIC_RELAXED);
     out->dropped = dropped;
-    out->profiles_written = profiles_written;
+    out->profiles_written = __atomic_load_n(&profiles_written, __ATOMIC_RELAXED);
     double est = 0;
-    for (size_t i = 0; i < BUCKET_HEADS; i++)
-        for (bucket *b = bucket_heads[i]; b != NULL; b = b->next)
-            est += (double)(b->allocs - b->frees) * weight(b->size) * (double)b->size;
+    FOR_EACH_BUCKET(st, b)
+        est += (double)live_count(b) * weight(b->size) * (double)b->size;
     out->live_estimate = (size_t)(est + 0.5);
     hc_lock_release(&profile_lock);
 }

@@ -16,7 +16,11 @@
  * before it frees everything but site_leak's blocks.
  * `./profile_sites keep` frees nothing at the end (all of it is "leaked").
  * `./profile_sites leak` runs only site_churn (1000 times) and site_leak:
- * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1). */
+ * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1).
+ * `./profile_sites dlopen BEFORE AFTER LIBRARY` writes a profile to BEFORE,
+ * dlopens LIBRARY, and writes one to AFTER: the second's MAPPED_LIBRARIES
+ * must name it (profile.c keeps the section between dumps). */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +52,27 @@ SITE(site_leak, 512)
 #define KEEP (10240 + 218453 + 100 + 2 * 5120)
 static void *keep[KEEP];
 
+static int dump_to(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || hc_dump_heap_profile(fd) != 0) {
+        perror("hc_dump_heap_profile");
+        return 1;
+    }
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     size_t n = 0;
+    if (argc == 5 && strcmp(argv[1], "dlopen") == 0) {
+        if (dump_to(argv[2]) != 0)
+            return 1;
+        if (dlopen(argv[4], RTLD_NOW | RTLD_LOCAL) == NULL) {
+            fprintf(stderr, "profile_sites: %s\n", dlerror());
+            return 1;
+        }
+        return dump_to(argv[3]);
+    }
     if (argc == 2 && strcmp(argv[1], "leak") == 0) {
         for (int i = 0; i < 1000; i++) free(site_churn());
         for (int i = 0; i < 64; i++) site_leak();
@@ -65,14 +88,8 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < 102400; i++) free(site_churn());
     for (int i = 0; i < 64; i++) site_leak();
-    if (argc == 3 && strcmp(argv[1], "dump") == 0) {
-        int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || hc_dump_heap_profile(fd) != 0) {
-            perror("hc_dump_heap_profile");
-            return 1;
-        }
-        close(fd);
-    }
+    if (argc == 3 && strcmp(argv[1], "dump") == 0 && dump_to(argv[2]) != 0)
+        return 1;
     if (argc == 2 && strcmp(argv[1], "keep") == 0) {
         printf("profile_sites: %zu blocks kept to the end\n", n);
         return 0;
