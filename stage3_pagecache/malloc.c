@@ -468,7 +468,7 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
  * map's class byte and the class's alignment, without reading the span
  * record, and without the slow path's frame: a program that grows many
  * blocks in turn otherwise pays two dependent cache misses per call (the
- * span pointer, then the span; docs/stage3.md, section 6). So a release
+ * span pointer, then the span; docs/stage3.md, section 5). So a release
  * build lets an aligned interior pointer of a class that is not a power of
  * two stay where it is, as hc_free lets it through; the debug build, and
  * every call that moves a block, check the pointer exactly (block_span). */
