@@ -475,7 +475,7 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     unsigned cls = pm_class_of(ptr); /* 0: NULL, large, the hardened malloc(0), not ours */
     if (HC_LIKELY(cls != 0 && size - 1 < HC_MAX_SMALL_SIZE && sc_index(size) == cls &&
-                  ((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)) {
+                  (__atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED) & (uintptr_t)ptr) == 0)) {
 #if HC_DEBUG
         block_span(ptr, "realloc(): invalid pointer");
 #endif
