@@ -132,6 +132,8 @@ void *mixed_worker(void *arg) {
 #define XTHREAD_SIZE 64
 #define RING_SLOTS   4096 /* a power of two */
 #define RING_BATCH   64
+#define HANDOFF_MIN  16 /* holds the sequence number and the size */
+#define HANDOFF_MAX  512
 
 typedef struct spsc_ring {
     _Alignas(64) atomic_long head; /* next slot the consumer frees */
@@ -140,9 +142,12 @@ typedef struct spsc_ring {
     _Alignas(64) void *slots[RING_SLOTS];
 } spsc_ring;
 
-static void *producer_worker(void *arg) {
-    worker *w = arg;
+/* One side of a pair; `mixed` (a constant at each call, so each wrapper is
+ * its own loop): sizes 16..512 B, the size stored in the block for the
+ * consumer's sized free, else XTHREAD_SIZE. */
+static inline __attribute__((always_inline)) void produce(worker *w, int mixed) {
     spsc_ring *ring = w->ring;
+    uint64_t rng = seed_for(w->index);
     harness_wait_for_start();
     long tail = 0;
     while (tail < w->ops) {
@@ -158,8 +163,11 @@ static void *producer_worker(void *arg) {
         if (n > w->ops - tail)
             n = w->ops - tail;
         for (long i = 0; i < n; i++) {
-            long *p = must_malloc(XTHREAD_SIZE);
+            size_t size = mixed ? random_size(&rng, HANDOFF_MIN, HANDOFF_MAX) : XTHREAD_SIZE;
+            long *p = must_malloc(size);
             p[0] = tail + i;
+            if (mixed)
+                p[1] = (long)size;
             ring->slots[(tail + i) & (RING_SLOTS - 1)] = p;
         }
         tail += n;
@@ -169,11 +177,9 @@ static void *producer_worker(void *arg) {
     }
     atomic_store_explicit(&ring->end, tail, memory_order_release);
     w->done = tail;
-    return NULL;
 }
 
-static void *consumer_worker(void *arg) {
-    worker *w = arg;
+static inline __attribute__((always_inline)) void consume(worker *w, int mixed) {
     spsc_ring *ring = w->ring;
     harness_wait_for_start();
     long head = 0;
@@ -189,16 +195,40 @@ static void *consumer_worker(void *arg) {
         for (; head < tail; head++) {
             long *p = ring->slots[head & (RING_SLOTS - 1)];
             if (p[0] != head) {
-                fprintf(stderr, "bench_driver: xthread object %ld corrupted\n", head);
+                fprintf(stderr, "bench_driver: object %ld handed over corrupted\n", head);
                 exit(1);
             }
-            bench_free(p, XTHREAD_SIZE);
+            bench_free(p, mixed ? (size_t)p[1] : XTHREAD_SIZE);
             if ((head & (RING_BATCH - 1)) == RING_BATCH - 1)
                 atomic_store_explicit(&ring->head, head + 1, memory_order_release);
         }
         atomic_store_explicit(&ring->head, head, memory_order_release);
     }
     w->done = 0; /* the producer counts the pairs */
+}
+
+static void *producer_worker(void *arg) {
+    produce(arg, 0);
+    return NULL;
+}
+
+static void *consumer_worker(void *arg) {
+    consume(arg, 0);
+    return NULL;
+}
+
+/* ---- handoff: xthread with sizes 16..512 B mixed (issue 24) ---------------------
+ * The pattern of mimalloc-bench's xmalloc-test: every block is freed by a
+ * thread that did not allocate it, and the blocks are of many size classes,
+ * so a cross-thread free lands in a different list each time. */
+
+static void *handoff_producer(void *arg) {
+    produce(arg, 1);
+    return NULL;
+}
+
+static void *handoff_consumer(void *arg) {
+    consume(arg, 1);
     return NULL;
 }
 
@@ -357,6 +387,162 @@ static void *longspans_worker(void *arg) {
     return NULL;
 }
 
+/* ---- mapchurn: a map's entries, a large live set, half replaced (issue 24) -------
+ * The allocations of a std::map<int, std::string> of MAP_LIVE entries per
+ * thread, in C: an entry is a node (48..96 B) and its string (16..128 B),
+ * allocated back to back, as the map's insert makes them. Entries are
+ * inserted in key order; then MAP_PASSES times, MAP_LIVE / 2 random keys are
+ * erased (a key drawn twice is erased once), every missing key is inserted
+ * again in key order, and the map is walked in key order through the nodes'
+ * links, reading each string's ends, as a map's iteration would. Where the
+ * allocator puts a re-inserted node and its string, relative to its
+ * neighbours in key order, is what the walk's cache misses pay for. Every
+ * thread keeps its own map of MAP_LIVE entries, so the work grows with the
+ * threads; the issue's program is two threads of 500,000 each (--scale 2:
+ * at 500,000, glibc took 1.7 s of the 2 s limit with 2 threads on an idle
+ * 2-core machine, and ran into it under load). A pair is a node's or a
+ * string's malloc and free. */
+
+#define MAP_LIVE     250000 /* entries per thread at --scale 1 (--scale 2: the issue's) */
+#define MAP_PASSES   3
+#define MAP_NODE_MIN 48
+#define MAP_NODE_MAX 96
+#define MAP_TEXT_MIN 16
+#define MAP_TEXT_MAX 128
+
+typedef struct map_node {
+    struct map_node *next; /* the entry with the next key: the walk's order */
+    char *text;
+    unsigned text_size, node_size;
+    long key;
+} map_node;
+_Static_assert(sizeof(map_node) <= MAP_NODE_MIN, "a node holds its fields");
+
+static map_node *map_insert(long key, uint64_t *rng) {
+    unsigned node_size = (unsigned)random_size(rng, MAP_NODE_MIN, MAP_NODE_MAX);
+    unsigned text_size = (unsigned)random_size(rng, MAP_TEXT_MIN, MAP_TEXT_MAX);
+    map_node *node = must_malloc(node_size);
+    node->text = must_malloc(text_size);
+    node->text[0] = node->text[text_size - 1] = (char)key;
+    node->key = key;
+    node->node_size = node_size;
+    node->text_size = text_size;
+    return node;
+}
+
+static void map_erase(map_node *node) {
+    bench_free(node->text, node->text_size);
+    bench_free(node, node->node_size);
+}
+
+/* Inserts every missing key in key order, counting its mallocs in *made,
+ * and relinks the entries; returns 0 when the deadline came first. */
+static int map_fill(map_node **by_key, long live, uint64_t *rng, long *made) {
+    map_node *prev = NULL;
+    for (long k = 0; k < live; k++) {
+        if (by_key[k] == NULL) {
+            by_key[k] = map_insert(k, rng);
+            *made += 2;
+            if ((*made & (DEADLINE_EVERY - 1)) == 0 && harness_past_deadline())
+                return 0;
+        }
+        if (prev != NULL)
+            prev->next = by_key[k];
+        prev = by_key[k];
+    }
+    prev->next = NULL;
+    return 1;
+}
+
+static void map_walk(const map_node *head) {
+    long key = 0;
+    for (const map_node *n = head; n != NULL; n = n->next, key++) {
+        if (n->key != key || n->text[0] != (char)key || n->text[n->text_size - 1] != (char)key) {
+            fprintf(stderr, "bench_driver: mapchurn entry %ld corrupted\n", key);
+            exit(1);
+        }
+    }
+}
+
+static void *mapchurn_worker(void *arg) {
+    worker *w = arg;
+    uint64_t rng = seed_for(w->index);
+    long live = w->ops, made = 0;
+    map_node **by_key = must_malloc((size_t)live * sizeof(map_node *));
+    memset(by_key, 0, (size_t)live * sizeof(map_node *));
+    harness_wait_for_start();
+    int on_time = map_fill(by_key, live, &rng, &made);
+    for (int pass = 0; pass < MAP_PASSES && on_time; pass++) {
+        for (long i = 0; i < live / 2; i++) {
+            long k = (long)(next_random(&rng) % (uint64_t)live);
+            if (by_key[k] != NULL) {
+                map_erase(by_key[k]);
+                by_key[k] = NULL;
+            }
+        }
+        on_time = map_fill(by_key, live, &rng, &made);
+        if (on_time)
+            map_walk(by_key[0]);
+    }
+    for (long k = 0; k < live; k++)
+        if (by_key[k] != NULL)
+            map_erase(by_key[k]);
+    bench_free(by_key, (size_t)live * sizeof(map_node *));
+    w->done = made; /* every malloc made is freed by now */
+    return NULL;
+}
+
+/* ---- strgrow: strings grown one byte at a time, in turn (issue 24) --------------
+ * STRGROW_LENGTH-byte strings, per_thread / STRGROW_LENGTH of them on each
+ * thread: all start at 1 byte, then each in turn is grown by
+ * realloc(s, len + 1) and the new byte written, until every one holds
+ * STRGROW_LENGTH bytes; then all are freed. A pair is a malloc or a
+ * realloc. With the strings interleaved, no block has free room behind it
+ * for long: an allocator that cannot grow a block in place copies it at
+ * every size class it crosses, and one that rounds up too generously holds
+ * the slack of every string at the peak. */
+
+#define STRGROW_LENGTH 16384
+
+static void *strgrow_worker(void *arg) {
+    worker *w = arg;
+    long count = w->ops / STRGROW_LENGTH > 0 ? w->ops / STRGROW_LENGTH : 1;
+    char **strings = must_malloc((size_t)count * sizeof(char *));
+    size_t *sizes = must_malloc((size_t)count * sizeof(size_t));
+    harness_wait_for_start();
+    long i = 0;
+    for (long s = 0; s < count; s++, i++) {
+        strings[s] = must_malloc(1);
+        strings[s][0] = (char)s;
+        sizes[s] = 1;
+    }
+    int on_time = 1;
+    for (size_t len = 1; len < STRGROW_LENGTH && on_time; len++) {
+        for (long s = 0; s < count && on_time; s++, i++) {
+            char *grown = bench_realloc(strings[s], len + 1);
+            if (grown == NULL) {
+                fprintf(stderr, "bench_driver: realloc(%zu) failed\n", len + 1);
+                exit(1);
+            }
+            grown[len] = (char)len;
+            strings[s] = grown;
+            sizes[s] = len + 1;
+            on_time = (i & (DEADLINE_EVERY - 1)) != 0 || !harness_past_deadline();
+        }
+    }
+    for (long s = 0; s < count; s++) {
+        size_t last = sizes[s] - 1; /* written as (char)last, or the first byte */
+        if (strings[s][0] != (char)s || (last > 0 && strings[s][last] != (char)last)) {
+            fprintf(stderr, "bench_driver: strgrow string %ld corrupted\n", s);
+            exit(1);
+        }
+        bench_free(strings[s], sizes[s]);
+    }
+    bench_free(sizes, (size_t)count * sizeof(size_t));
+    bench_free(strings, (size_t)count * sizeof(char *));
+    w->done = i;
+    return NULL;
+}
 
 /* ---- Running them ---------------------------------------------------------------- */
 
@@ -385,8 +571,8 @@ long run_per_thread_loops(const workload *wl, int threads, long per_thread, uint
 }
 
 /* THREADS pairs of threads, each pair with its ring. */
-long run_producer_consumer(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall) {
-    (void)wl;
+static long run_pairs(int threads, long per_thread, uint64_t max_ns, uint64_t *wall,
+                      void *(*producer)(void *), void *(*consumer)(void *)) {
     int n = 2 * threads;
     worker workers[2 * BENCH_MAX_THREADS];
     void *(*fns[2 * BENCH_MAX_THREADS])(void *);
@@ -398,7 +584,7 @@ long run_producer_consumer(const workload *wl, int threads, long per_thread, uin
     }
     for (int i = 0; i < n; i++) {
         workers[i] = (worker){.index = i / 2, .ops = per_thread, .ring = &rings[i / 2]};
-        fns[i] = i % 2 ? consumer_worker : producer_worker;
+        fns[i] = i % 2 ? consumer : producer;
     }
     *wall = run_workers(workers, n, fns, max_ns);
     long pairs = 0;
@@ -406,6 +592,21 @@ long run_producer_consumer(const workload *wl, int threads, long per_thread, uin
         pairs += workers[i].done;
     bench_free(rings, sizeof(spsc_ring) * (size_t)threads);
     return pairs;
+}
+
+long run_producer_consumer(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall) {
+    (void)wl;
+    return run_pairs(threads, per_thread, max_ns, wall, producer_worker, consumer_worker);
+}
+
+long run_handoff(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall) {
+    (void)wl;
+    return run_pairs(threads, per_thread, max_ns, wall, handoff_producer, handoff_consumer);
+}
+
+/* Every thread gets the whole size (wl->total at --scale 1), not a share. */
+long run_whole_per_thread(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall) {
+    return run_loops(wl, threads, per_thread * threads, max_ns, wall, NULL, NULL);
 }
 
 /* ---- The list ---------------------------------------------------------------------
@@ -431,6 +632,14 @@ const workload workloads[] = {
      40e3, 1, run_per_thread_loops, regrow_worker},
     {"longspans", "2.5..3.5 MiB malloc/free with 10,000 free holes of 1..2 MiB around", "001",
      100e3, 0, run_per_thread_loops, longspans_worker},
+    {"handoff", "threads = producer/consumer pairs; producers malloc 16..512 B, consumers free",
+     "issue 24", 4e6, 0, run_handoff, NULL},
+    {"mapchurn", "a map of 250,000 entries (node 48..96 B + string 16..128 B) per thread, "
+                 "half erased and re-inserted, walked; 3 passes", "issue 24",
+     MAP_LIVE, 0, run_whole_per_thread, mapchurn_worker},
+    {"strgrow", "500 strings grown in turn by realloc(s, len + 1) to 16 KiB each "
+                "(--scale 4: 2,000)",
+     "issue 24", 500.0 * STRGROW_LENGTH, 1, run_per_thread_loops, strgrow_worker},
     {"manythreads", "mixed's loop on fresh threads while --side-threads idle threads live, "
                     "each after 100 mallocs of 16 B..4 KiB", "issue 12",
      4e6, 0, run_among_idle_threads, mixed_worker},

@@ -25,7 +25,8 @@ struct workload {
     const char *name;
     const char *what;    /* one line: what a run does (the tables' titles) */
     const char *article; /* the allocator articles it models, [A0]-[A4] of docs/README.md's Sources */
-    double total;        /* pairs at --scale 1 (large, bigblocks: blocks; churn: thread lifetimes) */
+    double total;        /* pairs at --scale 1 (large, bigblocks: blocks; churn: thread lifetimes;
+                          * mapchurn: entries per thread, not split) */
     int needs_realloc;   /* stages 1-2 have none: their rows say so */
     workload_runner run;
     void *(*loop)(void *); /* each worker's loop, for the runners that take one */
@@ -56,6 +57,8 @@ long run_loops(const workload *wl, int threads, long per_thread, uint64_t max_ns
                void (*before)(void), void (*after)(void));
 long run_per_thread_loops(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);
 long run_producer_consumer(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);
+long run_handoff(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);
+long run_whole_per_thread(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);
 long run_churn(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);
 long run_among_idle_threads(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);
 long run_after_late_threads(const workload *wl, int threads, long per_thread, uint64_t max_ns, uint64_t *wall);

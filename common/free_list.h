@@ -134,15 +134,29 @@ HC_INLINE void fl_push(hc_free_list *list, void *obj) {
     fl_room_down(list);
 }
 
-/* Returns NULL when the list is empty. The object is the program's now:
- * its free tag is cleared (hardened build). */
+/* hc_free's step (common/harden.h): 0 if `obj` carries free's tag, which
+ * means it is free already; else tags it, and returns 1. */
+HC_INLINE int fl_tag_free(void *obj) {
+    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    int tagged_now = harden_tag_free(obj);
+    track_internal_end(obj, HARDEN_LINK_BYTES);
+    return tagged_now;
+}
+
+/* `obj` is the program's now: its free tag is cleared (fl_pop, and the
+ * first object of a refill, which skips fl_pop). */
+HC_INLINE void fl_clear_tag(void *obj) {
+    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    harden_clear_tag(obj);
+    track_internal_end(obj, HARDEN_LINK_BYTES);
+}
+
+/* Returns NULL when the list is empty. */
 HC_INLINE void *fl_pop(hc_free_list *list) {
     void *obj = list->head;
     if (HC_LIKELY(obj != NULL)) {
         list->head = fl_next(obj);
-        track_internal_begin(obj, HARDEN_LINK_BYTES);
-        harden_clear_tag(obj);
-        track_internal_end(obj, HARDEN_LINK_BYTES);
+        fl_clear_tag(obj);
         fl_room_up(list);
     }
     return obj;

@@ -23,15 +23,23 @@
  *     at the call (glibc's tcache key, without its list walk). A slot never
  *     handed out is tagged from the moment it is carved, so its free stops
  *     too;
- *   - there is no 8-byte class: every object has room for the two words;
  *   - malloc(0) returns a unique address in memory mapped with no access,
  *     so reading or writing the zero bytes it owns faults; free and
  *     realloc know these addresses (harden_is_zero_size).
  *
+ * The default build keeps one of these ideas, cheap enough for every free:
+ * free's tag. hc_free (stage 3) writes HARDEN_FREE_TAG into a block's second
+ * word, and every hand-out clears that word (harden_clear_tag), so a block
+ * that reaches hc_free with the tag still set is free already: a double
+ * free, caught at the call whatever was freed in between (a;b;a) and
+ * whichever thread freed it first. Four instructions on free, one on
+ * malloc. For the second word to exist, no class is smaller than 16 bytes
+ * (size_class.h), in either build.
+ *
  * Every layer calls the functions below and nothing else; in the default
- * build they compile to the plain link and nothing, so the fast path is
- * unchanged (tools/count_fastpath.sh). Cost in the hardened build: see
- * docs/design.md, section 6.
+ * build all but the tag compile to the plain link and nothing, so the
+ * sized fast path is unchanged (tools/count_fastpath.sh). Cost in each
+ * build: see docs/design.md, section 6.
  * May touch: the first two words of free objects; the key (harden.c). */
 #ifndef HC_HARDEN_H_
 #define HC_HARDEN_H_
@@ -50,13 +58,15 @@
 __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, const void *addr,
                                                           const char *why);
 
-#if HC_HARDENED
-
 /* Bytes of a free object the allocator writes: the link and the tag. */
 #define HARDEN_LINK_BYTES (2 * sizeof(void *))
 
-/* Sizes 1..8 use the 16-byte class: no object is too small for its tag. */
-#define HARDEN_TINY_CLASS 0
+/* The program gets `slot`: it is no longer free (both builds' tag lives in
+ * the second word). Every hand-out calls it: fl_pop, and the first object
+ * of a refill, which skips fl_pop. */
+HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+
+#if HC_HARDENED
 
 /* malloc(0): a unique address that faults when touched; NULL (errno
  * ENOMEM) if no address space is left for one. */
@@ -110,8 +120,8 @@ HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
         harden_free_of_free(slot);
 }
 
-/* The program gets `slot`: it is no longer free. */
-HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+/* The default build's free tag: the hardened one above does its work. */
+HC_INLINE int harden_tag_free(void *slot) { (void)slot; return 1; }
 
 /* A pointer a list yielded on a slow path: `found` is the class of its page
  * (the page map), `want` the list's. Not evaluated in the default build. */
@@ -122,10 +132,7 @@ HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
                                  "a link points outside the small spans of its class");     \
     } while (0)
 
-#else /* !HC_HARDENED: the plain link, and nothing else */
-
-#define HARDEN_LINK_BYTES sizeof(void *)
-#define HARDEN_TINY_CLASS 1
+#else /* !HC_HARDENED: the plain link, and free's tag */
 
 /* malloc(0) is the smallest class's object; nothing else is zero-sized. */
 HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }
@@ -143,7 +150,25 @@ HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
     *(void **)slot = next;
 }
 HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) { (void)slot; (void)t; }
-HC_INLINE void harden_clear_tag(void *slot) { (void)slot; }
+
+/* Free's tag: not a pointer (bits 47..63 set), so no link or address the
+ * program stores is equal to it; program data equal to it by chance is a
+ * 2^-64 event per free. A constant, not a secret: this is a guard against
+ * mistakes, not against an attacker who writes it on purpose (the hardened
+ * build's tag is key ^ slot). */
+#define HARDEN_FREE_TAG ((uintptr_t)0xf7eef7eef7eef7eeu)
+
+/* hc_free's step: 0 if `slot` carries the tag (it is free already), else
+ * tags it and returns 1. The caller has checked that slot is the start of
+ * an object of a small class, so its second word is the allocator's to
+ * read: the program's data while the block is live, the tag once free. */
+HC_INLINE int harden_tag_free(void *slot) {
+    uintptr_t *word = (uintptr_t *)slot;
+    if (HC_UNLIKELY(word[1] == HARDEN_FREE_TAG))
+        return 0;
+    word[1] = HARDEN_FREE_TAG;
+    return 1;
+}
 #define harden_check_class(slot, want, found) ((void)0)
 
 #endif /* HC_HARDENED */

@@ -1,13 +1,17 @@
 /* common/size_class.h — request size -> size class, in O(1), shared by every stage.
  *
  * The table (index: object size):
- *   1: 8                 requests 1..8 (8-byte aligned, the x86-64 convention)
- *   2..17: 16, 32, ..., 256      a class every 16 bytes
+ *   1: 8                 no request maps here (see below); kept so that the
+ *                        numbers of the other classes stay those of the docs
+ *   2..17: 16, 32, ..., 256      a class every 16 bytes; requests 1..16 use 16
  *   18..97: from 257 up to 256 KiB, 8 classes per power of two:
  *           2^k + j * 2^(k-3), j = 1..8, k = 8..17
  *           (288, 320, ..., 512, 576, 640, ..., 1024, 1152, ..., 262144)
- * Every class above 8 is a multiple of 16, so every block of 16 bytes or more
- * is 16-byte aligned as long as the memory it is carved from is.
+ * Every class is a multiple of 16, so every block is 16-byte aligned (as
+ * glibc's are) as long as the memory it is carved from is, and every free
+ * block has room for two words: its link and its free tag (common/harden.h).
+ * Class 1 (8 bytes) served requests 1..8 until the tag needed a second word;
+ * the central cache can still carve it (its tests do), malloc never asks.
  *
  * Internal waste: a request r lands in the smallest class c >= r. Above 256 the
  * step is 2^(k-3) for r in (2^k, 2^(k+1)], so c - r < 2^(k-3) < r/8: at most
@@ -23,7 +27,6 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
-#include "common/harden.h" /* HARDEN_TINY_CLASS: the hardened build has no 8-byte class */
 
 #define HC_PAGE_SHIFT      13                       /* the allocator's page: 8 KiB */
 #define HC_PAGE_SIZE       ((size_t)1 << HC_PAGE_SHIFT)
@@ -50,8 +53,7 @@ extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
  * k = 9 (513..1024); size_class_test checks that the two agree for every
  * size. */
 #define SC_CLASS_OF(s)                          \
-    ((s) <= 8 && HARDEN_TINY_CLASS ? 1          \
-     : (s) <= 256 ? (((s) + 15) >> 4) + 1       \
+    ((s) <= 256 ? (((s) + 15) >> 4) + 1         \
      : (s) <= 512 ? 10 + (((s) - 1) >> 5)       \
                   : 18 + (((s) - 1) >> 6))
 

@@ -10,10 +10,10 @@ namespace {
 TEST(SizeClass, EveryRequestGetsTheSmallestClassThatFits) {
     for (size_t size = 1; size <= HC_MAX_SMALL_SIZE; size++) {
         unsigned cls = sc_index(size);
-        ASSERT_GE(cls, 1u) << size;
+        ASSERT_GE(cls, 2u) << size << ": class 1 (8 B) serves no request (size_class.h)";
         ASSERT_LT(cls, (unsigned)HC_NUM_CLASSES) << size;
         ASSERT_GE(sc_size(cls), size) << "class too small for " << size;
-        if (cls > 1)
+        if (cls > 2)
             ASSERT_LT(sc_size(cls - 1), size) << "a smaller class fits " << size;
     }
 }
@@ -23,7 +23,7 @@ TEST(SizeClass, TableAgreesWithTheArithmetic) {
     for (size_t size = 1; size <= HC_TABLE_MAX_SIZE; size++) {
         unsigned want;
         if (size <= 256) {
-            want = (unsigned)((size + 15) >> 4) + (size > 8);
+            want = (unsigned)((size + 15) >> 4) + 1;
         } else {
             unsigned k = 63u - (unsigned)__builtin_clzl(size - 1);
             want = 17u + (k - 8u) * 8u + (unsigned)((size - 1) >> (k - 3u)) - 7u;
@@ -41,7 +41,8 @@ TEST(SizeClass, WasteIsAtMostOneEighthFrom256Up) {
 }
 
 TEST(SizeClass, ClassesAreIncreasingAndAligned) {
-    EXPECT_EQ(sc_size(1), 8u);
+    EXPECT_EQ(sc_size(1), 8u) << "kept, unused: the other classes keep their numbers";
+    EXPECT_EQ(sc_index(1), 2u) << "the smallest request gets 16 bytes: room for the link and the tag";
     EXPECT_EQ(sc_size(HC_NUM_CLASSES - 1), HC_MAX_SMALL_SIZE);
     for (unsigned cls = 2; cls < HC_NUM_CLASSES; cls++) {
         EXPECT_GT(sc_size(cls), sc_size(cls - 1));
@@ -59,7 +60,7 @@ TEST(SizeClass, BatchesAndSpansAreSane) {
         EXPECT_GE(span_bytes, sc_size(cls));
         EXPECT_LE((span_bytes % sc_size(cls)) * 8, span_bytes) << "span tail too big, class " << cls;
     }
-    EXPECT_EQ(sc_batch(sc_index(8)), 32u);
+    EXPECT_EQ(sc_batch(sc_index(16)), 32u);
     EXPECT_EQ(sc_batch(sc_index(HC_MAX_SMALL_SIZE)), 2u);
 }
 

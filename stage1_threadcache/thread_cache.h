@@ -43,30 +43,36 @@ extern tc_cache tc_sentinel;
  * and one store of the list head, the room counter (see docs/stage1.md for
  * the instruction listing). */
 
-/* tc_list_offset[size - 1]: where in a tc_cache the list for a request of
- * 1..HC_TABLE_MAX_SIZE bytes lies, in bytes. sc_table gives the class, but
+/* tc_list_offset[size]: where in a tc_cache the list for a request of
+ * 0..HC_TABLE_MAX_SIZE bytes lies, in bytes. sc_table gives the class, but
  * then the fast path must shift the size, and multiply the class by
  * sizeof(hc_free_list) and add; one entry per size, holding the byte
  * offset, saves all three (2 KiB of table instead of 128 bytes, of which a
- * program touches the lines of the sizes it uses). Built by the compiler
- * from SC_CLASS_OF (thread_cache_test checks it against sc_index). */
-#define TC_LIST_OFFSET(i) (uint16_t)(offsetof(tc_cache, lists) + SC_CLASS_OF((i) + 1) * sizeof(hc_free_list))
+ * program touches the lines of the sizes it uses). Size 0 has an entry too,
+ * lists[0], which no class uses: always empty and always full, so malloc(0)
+ * and free_sized(p, 0) miss into the slow path, and the fast path's range
+ * check is one compare of the size itself (no `size - 1`). Built by the
+ * compiler from SC_CLASS_OF (thread_cache_test checks it against sc_index). */
+#define TC_LIST_OFFSET(s) \
+    (uint16_t)(offsetof(tc_cache, lists) + ((s) == 0 ? 0 : SC_CLASS_OF(s)) * sizeof(hc_free_list))
 #define TC_LIST_OFFSET_8(i)                                                           \
     TC_LIST_OFFSET(i), TC_LIST_OFFSET(i + 1), TC_LIST_OFFSET(i + 2), TC_LIST_OFFSET(i + 3), \
     TC_LIST_OFFSET(i + 4), TC_LIST_OFFSET(i + 5), TC_LIST_OFFSET(i + 6), TC_LIST_OFFSET(i + 7)
 #define TC_LIST_OFFSET_64(i)                                                                  \
     TC_LIST_OFFSET_8(i), TC_LIST_OFFSET_8(i + 8), TC_LIST_OFFSET_8(i + 16), TC_LIST_OFFSET_8(i + 24), \
     TC_LIST_OFFSET_8(i + 32), TC_LIST_OFFSET_8(i + 40), TC_LIST_OFFSET_8(i + 48), TC_LIST_OFFSET_8(i + 56)
-static const uint16_t tc_list_offset[HC_TABLE_MAX_SIZE] HC_UNUSED = {
+static const uint16_t tc_list_offset[HC_TABLE_MAX_SIZE + 1] HC_UNUSED = {
     TC_LIST_OFFSET_64(0),   TC_LIST_OFFSET_64(64),  TC_LIST_OFFSET_64(128), TC_LIST_OFFSET_64(192),
     TC_LIST_OFFSET_64(256), TC_LIST_OFFSET_64(320), TC_LIST_OFFSET_64(384), TC_LIST_OFFSET_64(448),
     TC_LIST_OFFSET_64(512), TC_LIST_OFFSET_64(576), TC_LIST_OFFSET_64(640), TC_LIST_OFFSET_64(704),
     TC_LIST_OFFSET_64(768), TC_LIST_OFFSET_64(832), TC_LIST_OFFSET_64(896), TC_LIST_OFFSET_64(960),
+    TC_LIST_OFFSET(1024),
 };
 
-/* The list that serves requests of `size` bytes, 1..HC_TABLE_MAX_SIZE. */
+/* The list that serves requests of `size` bytes, 0..HC_TABLE_MAX_SIZE
+ * (lists[0] for 0: a miss). */
 HC_INLINE hc_free_list *tc_list_small(tc_cache *tc, size_t size) {
-    return (hc_free_list *)((char *)tc + tc_list_offset[size - 1]);
+    return (hc_free_list *)((char *)tc + tc_list_offset[size]);
 }
 
 HC_INLINE void *tc_list_try_alloc(hc_free_list *list) {

@@ -1,10 +1,11 @@
 /* stage2_centralcache/central_cache.c — layer 2: buckets of free objects.
  *
  * Each bucket holds the free objects of one size class: objects threads
- * gave back, and objects carved from spans (runs of pages) mapped from the
- * OS when the bucket ran dry. A bucket never gives memory back to the OS,
- * and never knows which span an object came from: that bookkeeping is what
- * stage 3 adds.
+ * gave back, and the never-used rest of the span (a run of pages) it mapped
+ * from the OS when it last ran dry, cut into batches of whole cache lines
+ * (cc_fresh_count) so that two threads' first objects never share a line.
+ * A bucket never gives memory back to the OS, and never knows which span an
+ * object came from: that bookkeeping is what stage 3 adds.
  * May touch: the buckets (under their own lock), common/ (os, size classes).
  * Never holds a bucket lock while calling into the OS: a page fault or an
  * mmap takes microseconds, and every thread of that class would wait. */
@@ -23,8 +24,10 @@
  * other from every other core's cache (false sharing). */
 typedef struct cc_bucket {
     hc_lock lock;
-    hc_free_list objects;
-    size_t span_bytes; /* mapped for this class so far (never unmapped here) */
+    hc_free_list objects; /* given back by threads */
+    char *fresh;          /* [fresh, fresh_end): the newest span's objects never handed out */
+    char *fresh_end;
+    size_t span_bytes;    /* mapped for this class so far (never unmapped here) */
 } HC_CACHE_ALIGNED cc_bucket;
 
 static cc_bucket cc_buckets[HC_NUM_CLASSES];
@@ -44,26 +47,48 @@ static cc_bucket *cc_bucket_of(unsigned cls) {
 
 hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
 
-/* Maps one span for class `cls` and links all of its objects, in address
- * order, into a chain. Runs without any lock. Returns the object count. */
-static uint32_t cc_carve_new_span(unsigned cls, void **first, void **last) {
-    size_t size = sc_size(cls);
+/* Maps one span for class `cls`; runs without any lock. NULL when the OS
+ * refused memory. Its objects are linked only as they are handed out. */
+static char *cc_map_span(unsigned cls) {
     size_t span_bytes = sc_span_pages(cls) << HC_PAGE_SHIFT;
     char *span = os_map(span_bytes);
-    if (span == NULL)
+    if (span != NULL)
+        track_internal_end(span, span_bytes); /* no object in it is handed out yet */
+    return span;
+}
+
+/* Makes `span`, just mapped, the bucket's never-used memory; the bucket
+ * lock is held. 0 (nothing done) when the bucket still has some: another
+ * thread's new span came first, and the caller unmaps its own. */
+static int cc_install_span(cc_bucket *bucket, unsigned cls, char *span) {
+    if (bucket->fresh != bucket->fresh_end)
         return 0;
-    track_internal_end(span, span_bytes); /* no object in it is handed out yet */
-    uint32_t count = (uint32_t)(span_bytes / size);
-    char *obj = span;
+    size_t size = sc_size(cls), span_bytes = sc_span_pages(cls) << HC_PAGE_SHIFT;
+    bucket->fresh = span;
+    bucket->fresh_end = span + span_bytes / size * size; /* the tail too small for an object stays out */
+    bucket->span_bytes += span_bytes;
+    return 1;
+}
+
+/* Cuts a batch for `want` from the bucket's never-used memory, in address
+ * order, as a NULL-terminated chain: whole cache lines (cc_fresh_count),
+ * so it shares no line with the batch cut before or after it. The bucket
+ * lock is held. Returns how many (0 when that memory is used up). */
+static uint32_t cc_cut_fresh(cc_bucket *bucket, unsigned cls, uint32_t want, void **first, void **last) {
+    size_t size = sc_size(cls);
+    uint32_t left = (uint32_t)((size_t)(bucket->fresh_end - bucket->fresh) / size);
+    uint32_t count = cc_fresh_count(cls, want);
+    if (count > left)
+        count = left;
+    if (count == 0)
+        return 0;
+    char *obj = bucket->fresh;
     for (uint32_t i = 0; i + 1 < count; i++, obj += size)
         fl_set_next(obj, obj + size);
     fl_set_next(obj, NULL);
-    *first = span;
+    *first = bucket->fresh;
     *last = obj;
-    cc_bucket *bucket = cc_bucket_of(cls);
-    hc_lock_acquire(&bucket->lock);
-    bucket->span_bytes += span_bytes;
-    hc_lock_release(&bucket->lock);
+    bucket->fresh = obj + size;
     return count;
 }
 
@@ -72,23 +97,22 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
     uint32_t got = fl_pop_range(&bucket->objects, want, first, last);
+    if (got == 0)
+        got = cc_cut_fresh(bucket, cls, want, first, last);
     hc_lock_release(&bucket->lock);
     if (got > 0)
         return got;
 
-    /* Empty bucket: carve a fresh span outside the lock, keep `want` of its
-     * objects for the caller and give the rest to the bucket. */
-    void *span_first, *span_last;
-    uint32_t carved = cc_carve_new_span(cls, &span_first, &span_last);
-    if (carved == 0)
+    /* Nothing left: map a fresh span outside the lock, then cut from it. */
+    char *span = cc_map_span(cls);
+    if (span == NULL)
         return 0;
-    hc_free_list chain = {span_first, 0u - carved, 0}; /* no limit: room -carved is length carved */
-    got = fl_pop_range(&chain, want, first, last);
-    if (fl_length(&chain) > 0) {
-        hc_lock_acquire(&bucket->lock);
-        fl_push_range(&bucket->objects, chain.head, span_last, fl_length(&chain));
-        hc_lock_release(&bucket->lock);
-    }
+    hc_lock_acquire(&bucket->lock);
+    int installed = cc_install_span(bucket, cls, span);
+    got = cc_cut_fresh(bucket, cls, want, first, last);
+    hc_lock_release(&bucket->lock);
+    if (!installed) /* another thread's span is there: ours was never seen */
+        os_unmap(span, sc_span_pages(cls) << HC_PAGE_SHIFT);
     return got;
     /* LAB END: central_fetch */
 }
@@ -107,7 +131,8 @@ void cc_collect_stats(hc_stats *out) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
         hc_lock_acquire(&bucket->lock);
-        central += (size_t)fl_length(&bucket->objects) * sc_size(cls);
+        central += (size_t)fl_length(&bucket->objects) * sc_size(cls) +
+                   (size_t)(bucket->fresh_end - bucket->fresh);
         /* The tail of a span too small for one more object counts as in
          * use: it is memory the class holds and nobody else can. */
         spans += bucket->span_bytes;

@@ -14,13 +14,35 @@
 
 #include <stdint.h>
 
+#include "common/compiler.h"
 #include "common/hcmalloc.h"
 #include "common/lock.h"
+#include "common/size_class.h"
 
 /* Moves up to `want` (>= 1) free objects of class `cls` to the caller as a
  * NULL-terminated chain first..last. Returns how many; 0 means the OS
- * refused memory (errno = ENOMEM). May return fewer than asked. */
+ * refused memory (errno = ENOMEM). May return fewer than asked, and, when
+ * it cuts never-used memory for a request smaller than one line's worth,
+ * more: at most max(want, cc_line_objects(cls)) (cc_fresh_count). */
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last);
+
+/* The fewest objects of class `cls` that fill whole cache lines, cut from a
+ * line boundary: 64 / gcd(size, 64), that is 1 for a multiple of 64 bytes,
+ * 2 for 32 or 96, 4 for 16, 48 or 80, 8 for 8. */
+HC_INLINE uint32_t cc_line_objects(unsigned cls) {
+    size_t size = sc_size(cls), low_bit = size & (0 - size);
+    return low_bit >= HC_CACHE_LINE ? 1 : (uint32_t)(HC_CACHE_LINE / low_bit);
+}
+
+/* How many never-used objects a batch asked for `want` takes: whole lines'
+ * worth (want rounded down to cc_line_objects), one line's worth if want is
+ * less. Batches cut so from a span that starts on a page share no cache
+ * line with each other: two threads that each reuse their first object
+ * never write one line from two cores (docs/stage2.md, "False sharing"). */
+HC_INLINE uint32_t cc_fresh_count(unsigned cls, uint32_t want) {
+    uint32_t line = cc_line_objects(cls);
+    return want < line ? line : want - want % line;
+}
 
 /* Takes back a chain of `n` objects of class `cls`, first..last (the last
  * object's link need not be NULL). */

@@ -179,8 +179,12 @@ static void tc_note_slow_path(tc_cache *tc) {
 void *tc_refill(tc_cache *tc, unsigned cls) {
     HC_TRACE(HC_TRACE_TC_REFILL, cls);
     void *first, *last;
-    if (tc == &tc_sentinel) /* uncached: one object straight from the central cache */
-        return cc_fetch(cls, 1, &first, &last) ? first : NULL;
+    if (tc == &tc_sentinel) { /* uncached: one object straight from the central cache */
+        uint32_t got = cc_fetch(cls, 1, &first, &last);
+        if (got > 1) /* a cache line's worth: the others go back */
+            cc_return(cls, fl_next(first), last, got - 1);
+        return got ? first : NULL;
+    }
     /* LAB BEGIN: refill_from_central */
     hc_free_list *list = &tc->lists[cls];
     uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
@@ -191,7 +195,24 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
         return NULL; /* errno = ENOMEM from the OS layer */
     tc_grow_limit(tc, cls);
     tc_class_set(tc_policy(tc)->ran_dry, cls);
-    if (got > 1) /* got - 1 < want <= the limit: they fit */
+    /* Never-used memory comes in whole cache lines (cc_fresh_count), up to
+     * a line's worth more than a list in slow start asked for: the limit
+     * grows to hold them all, the one returned included once it is freed
+     * (as it does for a batch it asked for), and if the layer above
+     * refuses, the surplus goes back (it may then share a line with another
+     * thread's objects). */
+    if (got > list->max_length)
+        tc_raise_limit(tc, cls, got);
+    if (got - 1 > list->max_length) {
+        void *keep_last = first;
+        for (uint32_t i = 0; i < list->max_length; i++)
+            keep_last = fl_next(keep_last);
+        cc_return(cls, fl_next(keep_last), last, got - 1 - list->max_length);
+        fl_set_next(keep_last, NULL);
+        last = keep_last;
+        got = list->max_length + 1;
+    }
+    if (got > 1) /* got - 1 <= the limit: they fit in the empty list */
         fl_push_range(list, fl_next(first), last, got - 1);
     tc_note_slow_path(tc);
     return first;

@@ -126,35 +126,56 @@ static void cc_give_back_span(hc_span *span) {
     pc_free_span(span);
 }
 
-/* Moves up to `want` objects from the bucket's spans to a chain; the bucket
- * lock is held. Objects come from the first span on the list until it is
- * empty, so a span in heavy use fills up and a quiet one can drain back to
- * the page cache. */
-static uint32_t cc_take(cc_bucket *bucket, uint32_t want, void **first, void **last) {
+/* Appends `obj`, now handed out, to the chain head..tail. */
+static void cc_chain_append(void **head, void **tail, void *obj) {
+    fl_set_next(obj, NULL);
+    if (*tail != NULL)
+        fl_set_next(*tail, obj);
+    else
+        *head = obj;
+    *tail = obj;
+}
+
+/* Moves up to `want` objects of class `cls` from the bucket's spans to a
+ * chain; the bucket lock is held. Objects come from the first span on the
+ * list until it is empty, so a span in heavy use fills up and a quiet one
+ * can drain back to the page cache. Within a span, objects that came back
+ * first (warm in some cache), then never-used slots in whole cache lines
+ * (cc_fresh_count): `carved` stays a multiple of cc_line_objects (or the
+ * span's end), so no two batches' never-used objects share a line. Fewer
+ * than `want` rather than split a line, unless nothing else came: then up
+ * to one line's worth more. */
+static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, void **first, void **last) {
     uint32_t got = 0;
     void *head = NULL, *tail = NULL;
     while (got < want && !span_list_empty(&bucket->spans)) {
         hc_span *span = bucket->spans.next;
+        uint32_t never_used = span->object_count - span->carved;
+        uint32_t from_returned = span->free_count - never_used;
+        if (from_returned > want - got)
+            from_returned = want - got;
+        uint32_t from_fresh = 0;
+        if (got + from_returned < want && never_used > 0) {
+            from_fresh = cc_fresh_count(cls, want - got - from_returned);
+            if (got + from_returned > 0 && got + from_returned + from_fresh > want)
+                from_fresh = 0; /* the rest of the line waits for a later fetch */
+            else if (from_fresh > never_used)
+                from_fresh = never_used;
+        }
+        if (from_returned + from_fresh == 0)
+            break; /* got > 0: a whole line would overshoot `want` */
         if (span->objects_in_use == 0)
             bucket->empty_spans--; /* the spare is in use again */
-        while (got < want && span->free_count > 0) {
-            /* Objects that came back first (warm in some cache), then the
-             * next never-used slot. */
+        for (uint32_t i = 0; i < from_returned; i++) {
             void *obj = span->free_objects;
-            if (obj != NULL)
-                span->free_objects = fl_next(obj);
-            else
-                obj = span_start(span) + (size_t)span->carved++ * span->object_size;
-            fl_set_next(obj, NULL);
-            if (tail != NULL)
-                fl_set_next(tail, obj);
-            else
-                head = obj;
-            tail = obj;
-            span->free_count--;
-            span->objects_in_use++; /* the reference the page cache must wait for */
-            got++;
+            span->free_objects = fl_next(obj);
+            cc_chain_append(&head, &tail, obj);
         }
+        for (uint32_t i = 0; i < from_fresh; i++)
+            cc_chain_append(&head, &tail, span_start(span) + (size_t)span->carved++ * span->object_size);
+        span->free_count -= from_returned + from_fresh;
+        span->objects_in_use += from_returned + from_fresh; /* the references the page cache must wait for */
+        got += from_returned + from_fresh;
         if (span->free_count == 0) {
             span_list_remove(span);
             span->in_bucket_list = 0;
@@ -203,7 +224,7 @@ static void cc_check_chain(unsigned cls, void *first, uint32_t n) {
     void *obj = first;
     for (uint32_t i = 0; i < n; i++) {
         harden_check_class(obj, cls, pm_class_of(obj));
-        if (((uintptr_t)obj & pm_align_mask[cls]) != 0 || pc_span_of(obj) == NULL ||
+        if (((uintptr_t)obj & pm_align_mask[cls].align_mask) != 0 || pc_span_of(obj) == NULL ||
             span_object_index(pc_span_of(obj), obj) < 0)
             hc_fatal_pointer_why("malloc(): corrupted free list at", obj,
                                  "a link points inside an object, not at its start");
@@ -238,7 +259,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
         cc_check_chain(cls, *first, got);
         return got;
     }
-    got = cc_take(bucket, want, first, last);
+    got = cc_take(bucket, cls, want, first, last);
     hc_lock_release(&bucket->lock);
     if (got > 0)
         return got;
@@ -255,7 +276,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     bucket->empty_spans++; /* until cc_take, just below, takes from it */
     bucket->free_objects += span->free_count;
     bucket->span_bytes += span_bytes(span);
-    got = cc_take(bucket, want, first, last);
+    got = cc_take(bucket, cls, want, first, last);
     hc_lock_release(&bucket->lock);
     return got;
 }

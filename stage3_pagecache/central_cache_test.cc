@@ -25,7 +25,11 @@ extern "C" {
 
 namespace {
 
-// Fetches `n` objects of `cls` one call at a time (a call may bring fewer).
+void Return(unsigned cls, void *obj) { cc_return(cls, obj, obj, 1); }
+
+// Fetches `n` objects of `cls` one call at a time (a call may bring fewer,
+// or, cutting never-used memory, up to a cache line's worth more: the
+// surplus goes back).
 std::vector<void *> Fetch(unsigned cls, uint32_t n) {
     std::vector<void *> out;
     while (out.size() < n) {
@@ -36,10 +40,9 @@ std::vector<void *> Fetch(unsigned cls, uint32_t n) {
         void *p = first;
         for (uint32_t i = 0; i < got; i++, p = *static_cast<void **>(p)) out.push_back(p);
     }
+    for (; out.size() > n; out.pop_back()) Return(cls, out.back());
     return out;
 }
-
-void Return(unsigned cls, void *obj) { cc_return(cls, obj, obj, 1); }
 
 cc_bucket_census Bucket(unsigned cls) {
     cc_bucket_census c;

@@ -201,19 +201,36 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
         note_rescue(obj);
     }
     if (obj != NULL) {
-        harden_clear_tag(obj); /* a refill's first object skips fl_pop */
+        fl_clear_tag(obj); /* a refill's first object skips fl_pop */
         note_alloc(obj, size, 0);
     }
     return obj;
+}
+
+/* hc_free found free's tag on `ptr`: it is free already (a double free), and
+ * the program stops here, before the block is on two lists. Where it is
+ * only changes the message: this thread's list is walked (bounded by its
+ * limit, so a damaged list cannot keep it here); any other cache or shared
+ * list could be changing under a walk, so it is not. */
+static HC_NOINLINE __attribute__((noreturn, cold)) void free_of_free(void *ptr, size_t class_offset) {
+    const hc_free_list *list = &tc_current->lists[class_offset / PM_CLASS_STRIDE];
+    uint32_t steps = list->max_length;
+    for (void *obj = list->head; obj != NULL && steps-- > 0; obj = fl_next(obj))
+        if (obj == ptr)
+            hc_fatal_pointer_why("free(): double free detected of", ptr,
+                                 "it is on this thread's free list");
+    hc_fatal_pointer_why("free(): double free detected of", ptr,
+                         "it is already free: another thread's cache or a shared list holds it");
 }
 
 /* A small object, already checked and noted, to the thread cache's slow side. */
 static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
     int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
-    /* hc_free's fast path sends such a block here; hc_free_sized's cannot
-     * afford the compare, and a block it pushes twice is caught when its
-     * list is cut (free_list.h). Pushed again, the head would link to itself. */
+    /* hc_free's tag has vouched for its blocks; hc_free_sized's fast path
+     * checks nothing, so its misses get the compare here, and a block it
+     * pushes twice is caught when its list is cut (free_list.h). Pushed
+     * again, the head would link to itself. */
     if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
         hc_fatal_pointer_why("free(): double free detected of", ptr,
                              "it is the last block this thread freed");
@@ -224,10 +241,27 @@ static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
     errno = saved_errno;
 }
 
+/* hc_free's miss, with the page map's class offset (divided here, so the
+ * fast path spends no instruction on the class itself): class 0 (NULL), or
+ * a full list, whose block free's tag has not vouched for yet. */
+static HC_NOINLINE void free_unsized_slow(void *ptr);
+
+static HC_NOINLINE void free_small_slow_at(void *ptr, size_t class_offset) {
+    if (class_offset == 0) {
+        free_unsized_slow(ptr);
+        return;
+    }
+    unsigned cls = (unsigned)(class_offset / PM_CLASS_STRIDE);
+    note_free_unsized(ptr, cls);
+    if (!fl_tag_free(ptr))
+        free_of_free(ptr, class_offset);
+    free_small_slow(ptr, cls);
+}
+
 /* The sized fast path's miss, with the size: the class is looked up here,
  * so the fast path keeps no register for it. */
 static HC_NOINLINE void free_small_sized_slow(void *ptr, size_t size) {
-    free_small_slow(ptr, sc_index_small(size));
+    free_small_slow(ptr, sc_index_small(size == 0 ? 1 : size)); /* lists[0] sent size 0 */
 }
 
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
@@ -304,9 +338,8 @@ HC_EXPORT void *hc_malloc(size_t size) {
     if (HC_UNLIKELY((hc_sample_countdown -= (intptr_t)size) < 0))
         return malloc_at_sample_point(size);
 #endif
-    tc_cache *tc = tc_current;
-    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE)) {
-        void *obj = tc_list_try_alloc(tc_list_small(tc, size));
+    if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE)) { /* size 0: lists[0], a miss (thread_cache.h) */
+        void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
         if (HC_LIKELY(obj != NULL)) {
             note_alloc(obj, size, 0);
             return obj;
@@ -323,8 +356,9 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
         return;
     }
 #endif
-    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
-        note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
+    if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE && ptr != NULL)) {
+        /* The class: debug checks only (size 0 is malloc(0)'s block, class of 1). */
+        note_free_sized(ptr, size, sc_index_small(size != 0 ? size : 1));
         if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
         free_small_sized_slow(ptr, size);
@@ -333,22 +367,33 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     free_sized_slow(ptr, size);
 }
 
+/* hc_free reaches its list by the page map's class offset (page_map.h). */
+_Static_assert(sizeof(hc_free_list) == PM_CLASS_STRIDE, "one list per PM_CLASS_STRIDE bytes");
+_Static_assert(offsetof(tc_cache, lists) == 0, "a class offset is an offset in a tc_cache");
+
 HC_EXPORT void hc_free(void *ptr) {
     /* LAB BEGIN: free_dispatch */
-    /* Class 0: not a page of a small span (NULL, large, free, not ours).
-     * The alignment test rejects most interior pointers (every one, for a
-     * power-of-two class); the exact check is the debug build's (span.h). */
-    unsigned cls = pm_class_of(ptr);
-    if (HC_LIKELY(cls != 0 &&
-                  ((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)) {
-        note_free_unsized(ptr, cls);
-        /* A block that is its list's head is freed twice: the slow path
-         * says so (two instructions here, paid by free without a size, the
-         * one programs call; the sized fast path stays as stage 1 has it). */
-        hc_free_list *list = &tc_current->lists[cls];
-        if (HC_LIKELY(list->head != ptr && tc_list_try_free(list, ptr)))
+    /* Not the start of a small object (NULL, large, free, not ours): the
+     * slow path. The alignment test rejects most interior pointers (every
+     * one, for a power-of-two class); the exact check is the debug build's
+     * (span.h). */
+    size_t class_offset;
+    if (HC_LIKELY(pm_small_object_start(ptr, &class_offset))) {
+        hc_free_list *list = (hc_free_list *)((char *)tc_current + class_offset);
+        HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, (unsigned)(class_offset / PM_CLASS_STRIDE), !fl_full(list));
+        /* The limit first: class 0 (NULL) finds lists[0], always full, and
+         * leaves before its memory is read. Then free's tag
+         * (common/harden.h): a block that still carries it is free
+         * already. Four instructions here, one in malloc; the sized fast
+         * path trusts its caller and stays as stage 1 has it. */
+        if (HC_LIKELY(!fl_full(list))) {
+            note_free_unsized(ptr, (unsigned)(class_offset / PM_CLASS_STRIDE));
+            if (HC_UNLIKELY(!fl_tag_free(ptr)))
+                free_of_free(ptr, class_offset);
+            fl_push(list, ptr);
             return;
-        free_small_slow(ptr, cls);
+        }
+        free_small_slow_at(ptr, class_offset);
         return;
     }
     free_unsized_slow(ptr);

@@ -14,13 +14,23 @@
 #include "common/pool.h"
 
 pm_leaf *pm_root[PM_ROOT_ENTRIES];
-uintptr_t pm_align_mask[HC_NUM_CLASSES];
+uintptr_t pm_class_root[PM_ROOT_ENTRIES];
+pm_class_mask pm_align_mask[HC_NUM_CLASSES] = {[0] = {~(uintptr_t)0, 0}}; /* class 0: never aligned */
 
 /* Read by pm_get_usage from any thread, written under the page cache lock. */
 static size_t pm_leaf_nodes;
 
 HC_INLINE size_t pm_root_index(uintptr_t page) { return page >> PM_LEAF_BITS; }
 HC_INLINE size_t pm_leaf_index(uintptr_t page) { return page & (PM_LEAF_ENTRIES - 1); }
+
+/* pm_class_root's entry for `leaf`, the leaf of root entry i: where its
+ * class_offsets would start if they were indexed by whole page ids
+ * (unsigned arithmetic: it may wrap; only base + page * 2 is read). 0 means
+ * "no leaf", and is never the value: that would take a leaf mapped at
+ * exactly i * 256 KiB, which is inside the very range the leaf describes. */
+static uintptr_t pm_class_base(const pm_leaf *leaf, size_t i) {
+    return (uintptr_t)leaf->class_offsets - ((uintptr_t)i << PM_LEAF_BITS) * sizeof(uint16_t);
+}
 
 /* A zeroed leaf, counted as metadata. */
 static pm_leaf *pm_new_leaf(void) {
@@ -49,6 +59,7 @@ int pm_ensure(uintptr_t first, size_t count) {
         if (leaf == NULL)
             return -1;
         /* Publish only a complete leaf (release pairs with pm_leaf_of's acquire). */
+        __atomic_store_n(&pm_class_root[i], pm_class_base(leaf, i), __ATOMIC_RELEASE);
         __atomic_store_n(&pm_root[i], leaf, __ATOMIC_RELEASE);
     }
     return 0;
@@ -75,15 +86,17 @@ void pm_set_range(uintptr_t first, size_t count, hc_span *span) {
     }
 }
 
-/* The largest power of two dividing `size`, at most a page, minus one. */
+/* The largest power of two dividing `size`, at most a page, minus one; and
+ * the bits above the user address space (page_map.h). */
 static uintptr_t align_mask_of(size_t size) {
     size_t align = size & -size;
-    return (align < HC_PAGE_SIZE ? align : HC_PAGE_SIZE) - 1;
+    uintptr_t above_user_space = ~(((uintptr_t)1 << PM_ADDRESS_BITS) - 1);
+    return ((align < HC_PAGE_SIZE ? align : HC_PAGE_SIZE) - 1) | above_user_space;
 }
 
 void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
     if (cls != 0) /* the same value every time: a relaxed store is enough */
-        __atomic_store_n(&pm_align_mask[cls], align_mask_of(sc_size(cls)), __ATOMIC_RELAXED);
+        __atomic_store_n(&pm_align_mask[cls].align_mask, align_mask_of(sc_size(cls)), __ATOMIC_RELAXED);
     uintptr_t page = first, end = first + count;
     while (page < end) {
         pm_leaf *leaf = __atomic_load_n(&pm_root[pm_root_index(page)], __ATOMIC_ACQUIRE);
@@ -93,7 +106,8 @@ void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
         /* Relaxed: the object hand-out that follows (under a bucket lock)
          * orders this store before any free that reads it. */
         for (; page < leaf_end; page++)
-            __atomic_store_n(&leaf->classes[pm_leaf_index(page)], (uint8_t)cls, __ATOMIC_RELAXED);
+            __atomic_store_n(&leaf->class_offsets[pm_leaf_index(page)], (uint16_t)(cls * PM_CLASS_STRIDE),
+                             __ATOMIC_RELAXED);
     }
 }
 

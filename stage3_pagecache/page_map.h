@@ -67,12 +67,26 @@
 #define PM_ROOT_ENTRIES ((size_t)1 << PM_ROOT_BITS)
 #define PM_PAGE_ID_LIMIT ((uintptr_t)1 << PM_PAGE_ID_BITS) /* one past the last page id */
 
+/* A page's class is stored times PM_CLASS_STRIDE: the byte offset of the
+ * class's entry in pm_align_mask, and of its list in a thread cache (the
+ * lists are the first member of a tc_cache, and sizeof(hc_free_list) is
+ * PM_CLASS_STRIDE: malloc.c checks both). So hc_free goes from the page map
+ * to both with no shift or multiply. */
+#define PM_CLASS_STRIDE 16
+
 typedef struct pm_leaf {
+    /* First: hc_free reads it, and at offset 0 its address needs no displacement. */
+    uint16_t class_offsets[PM_LEAF_ENTRIES]; /* SPAN_SMALL pages: class * PM_CLASS_STRIDE; else 0 */
     hc_span *spans[PM_LEAF_ENTRIES];
-    uint8_t classes[PM_LEAF_ENTRIES]; /* SPAN_SMALL pages: the span's class; else 0 */
 } pm_leaf;
 
 extern pm_leaf *pm_root[PM_ROOT_ENTRIES];
+
+/* hc_free's own root: for each leaf, the address its class_offsets would
+ * have if they were indexed by the whole page id (the leaf's first page id
+ * subtracted in advance), so that a page id indexes them without being
+ * masked; 0 where there is no leaf. Written with pm_root's entry. */
+extern uintptr_t pm_class_root[PM_ROOT_ENTRIES];
 
 /* The leaf that holds `page`, or NULL (never mapped, or not a user page). */
 HC_INLINE pm_leaf *pm_leaf_of(uintptr_t page) {
@@ -103,7 +117,8 @@ HC_INLINE unsigned pm_class_of(const void *p) {
     pm_leaf *leaf = pm_leaf_of(page);
     if (HC_UNLIKELY(leaf == NULL))
         return 0;
-    return __atomic_load_n(&leaf->classes[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED);
+    return __atomic_load_n(&leaf->class_offsets[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED) /
+           PM_CLASS_STRIDE;
 }
 
 /* pm_align_mask[cls]: an object of class cls starts at a multiple of its
@@ -112,8 +127,38 @@ HC_INLINE unsigned pm_class_of(const void *p) {
  * One table load and a test: hc_free's interior-pointer check, which needs
  * no span. Stored (the same value, relaxed) each time a span takes class
  * cls, so while other threads read the entry: read it with a relaxed atomic
- * load too (hc_free does), since to TSan a plain read of it is a race. */
-extern uintptr_t pm_align_mask[HC_NUM_CLASSES];
+ * load too (hc_free does), since to TSan a plain read of it is a race.
+ * Every mask also has bits 47..63 set, which no user-space address has
+ * (pm_small_object_start), and pm_align_mask[0] is all ones: a page that is
+ * not a small span's fails the test too, so hc_free needs no test of the
+ * class of its own. */
+typedef struct pm_class_mask {
+    uintptr_t align_mask;
+    uintptr_t unused; /* pads the entry to PM_CLASS_STRIDE bytes */
+} pm_class_mask;
+extern pm_class_mask pm_align_mask[HC_NUM_CLASSES];
+
+/* hc_free's question: may `p` be where an object of a small span starts?
+ * Then 1, with the page's class times PM_CLASS_STRIDE in *class_offset;
+ * else 0 (large, free, not ours, or not aligned for its class). Two loads
+ * and one test after the leaf's: class 0 fails the alignment test (mask all
+ * ones) for every p but NULL. NULL, on a page with a leaf, passes with
+ * class 0; the caller turns class 0 away before it reads the object
+ * (hc_free: lists[0] is always full). */
+HC_INLINE int pm_small_object_start(const void *p, size_t *class_offset) {
+    /* The page id of p's low 47 bits: two shifts, no mask, no compare. An
+     * address above user space aliases some user page here, but every mask
+     * of a small class has bits 47..63 set (pm_set_class_range), so the
+     * alignment test below rejects it all the same. */
+    uintptr_t page = ((uintptr_t)p << (64 - PM_ADDRESS_BITS)) >> (64 - PM_ADDRESS_BITS + HC_PAGE_SHIFT);
+    uintptr_t classes = __atomic_load_n(&pm_class_root[page >> PM_LEAF_BITS], __ATOMIC_ACQUIRE);
+    if (HC_UNLIKELY(classes == 0))
+        return 0;
+    size_t offset = __atomic_load_n((const uint16_t *)(classes + page * sizeof(uint16_t)), __ATOMIC_RELAXED);
+    *class_offset = offset;
+    const uintptr_t *mask = (const uintptr_t *)((const char *)pm_align_mask + offset);
+    return ((uintptr_t)p & __atomic_load_n(mask, __ATOMIC_RELAXED)) == 0;
+}
 
 /* ---- Writers: the caller serialises them (the page cache's lock) ----------- */
 

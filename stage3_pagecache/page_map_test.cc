@@ -18,6 +18,9 @@ extern "C" {
 
 namespace {
 
+// The alignment bits of a class mask (the bits above user space are set too).
+constexpr uintptr_t kUserBits = ((uintptr_t)1 << PM_ADDRESS_BITS) - 1;
+
 constexpr uintptr_t kLastPage = PM_PAGE_ID_LIMIT - 1;
 constexpr uintptr_t kPagesPerLeaf = PM_LEAF_ENTRIES;
 
@@ -25,7 +28,8 @@ hc_span fake_spans[64];
 
 TEST(PageMap, BitSplitCoversThe47BitAddressSpace) {
     EXPECT_EQ(PM_ROOT_BITS + PM_LEAF_BITS, 47 - HC_PAGE_SHIFT);
-    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + 1)) << "a span pointer and a class per page";
+    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + sizeof(uint16_t)))
+        << "a span pointer and a class offset per page";
     // The highest user address (just under 2^47) has the last page id.
     EXPECT_EQ(span_page_of(reinterpret_cast<void *>(((uintptr_t)1 << 47) - 1)), kLastPage);
 }
@@ -122,7 +126,7 @@ TEST(PageMap, ClassesOfARunOfPagesAcrossALeafBoundary) {
         EXPECT_EQ(pm_class_of(addr(p, HC_PAGE_SIZE - 1)), cls) << "any address in the page";
         EXPECT_EQ(pm_lookup(p), &fake_spans[12]) << "the span pointer is untouched";
     }
-    EXPECT_EQ(pm_align_mask[cls], 15u) << "48 = 16 x 3: objects start at multiples of 16";
+    EXPECT_EQ((pm_align_mask[cls].align_mask & kUserBits), 15u) << "48 = 16 x 3: objects start at multiples of 16";
     pm_set_class_range(first, count, 0);
     for (uintptr_t p = first; p < first + count; p++) EXPECT_EQ(pm_class_of(addr(p, 0)), 0u) << p;
     pm_set_range(first, count, nullptr);
@@ -143,8 +147,8 @@ TEST(PageMap, AlignMasksFollowTheClassSizes) {
         size_t size = sc_size(cls);
         size_t align = size & -size;
         if (align > HC_PAGE_SIZE) align = HC_PAGE_SIZE;
-        EXPECT_EQ(pm_align_mask[cls], align - 1) << "class " << cls << ", " << size << " B";
-        EXPECT_EQ((size * 3) & pm_align_mask[cls], 0u) << "object starts pass";
+        EXPECT_EQ((pm_align_mask[cls].align_mask & kUserBits), align - 1) << "class " << cls << ", " << size << " B";
+        EXPECT_EQ((size * 3) & (pm_align_mask[cls].align_mask & kUserBits), 0u) << "object starts pass";
     }
     pm_set_class_range(page, 1, 0);
 }
@@ -214,6 +218,33 @@ TEST(PageMap, ConcurrentReadersWhileAWriterExtendsTheTree) {
     for (auto &t : readers) t.join();
     EXPECT_EQ(bad.load(), 0);
     for (int i = 0; i < kPages; i++) ASSERT_EQ(pm_lookup(ids[i]), &fake_spans[i % 64]);
+}
+
+// hc_free's lookup (pm_small_object_start): the biased class root, the
+// alignment test that also turns away class 0 and addresses above user
+// space, and NULL, which passes with class 0 once its leaf exists (hc_free
+// then meets lists[0], always full).
+TEST(PageMap, SmallObjectStartIsTheStartOfAnObjectOfASmallSpan) {
+    const uintptr_t first = 17 * kPagesPerLeaf + 5; // not a leaf's first page: the bias matters
+    ASSERT_EQ(pm_ensure(first, 2), 0);
+    const unsigned cls = sc_index(48);
+    pm_set_class_range(first, 1, cls);
+    auto addr = [](uintptr_t page, uintptr_t offset) {
+        return reinterpret_cast<void *>((page << HC_PAGE_SHIFT) + offset);
+    };
+    size_t offset = 0;
+    EXPECT_EQ(pm_small_object_start(addr(first, 48 * 3), &offset), 1) << "an object's start";
+    EXPECT_EQ(offset, cls * PM_CLASS_STRIDE) << "the class times the stride";
+    EXPECT_EQ(pm_small_object_start(addr(first, 48 * 3 + 8), &offset), 0) << "inside an object";
+    EXPECT_EQ(pm_small_object_start(addr(first + 1, 0), &offset), 0) << "a page of class 0";
+    EXPECT_EQ(pm_small_object_start(addr(first + 2 * kPagesPerLeaf, 0), &offset), 0) << "no leaf there";
+    void *alias = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(addr(first, 48 * 3)) | (uintptr_t{1} << 63));
+    EXPECT_EQ(pm_small_object_start(alias, &offset), 0) << "above user space, aliasing an object's start";
+    ASSERT_EQ(pm_ensure(0, 1), 0); // the first leaf exists: NULL finds it
+    offset = 1;
+    EXPECT_EQ(pm_small_object_start(nullptr, &offset), 1) << "NULL passes the test...";
+    EXPECT_EQ(offset, 0u) << "...with class 0, which hc_free's lists[0] turns away";
+    pm_set_class_range(first, 1, 0);
 }
 
 }  // namespace

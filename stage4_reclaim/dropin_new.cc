@@ -2,8 +2,7 @@
 // replaceable operator new and delete, on top of the hc_* API.
 //
 // Layer: above the public API; touches nothing but hc_*. libstdc++'s own
-// operator new would reach our malloc anyway; replacing it saves a call and
-// lets sized delete use hc_free_sized, which skips the page-map lookup.
+// operator new would reach our malloc anyway; replacing it saves a call.
 #include <cstddef>
 #include <new>
 
@@ -76,10 +75,11 @@ HC_NEW_EXPORT void operator delete[](void *p) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { hc_free(p); }
 
-// Sized delete: the size is what new was asked for, exactly what
-// hc_free_sized wants, so it skips the page-map lookup.
-HC_NEW_EXPORT void operator delete(void *p, std::size_t size) noexcept { hc_free_sized(p, size); }
-HC_NEW_EXPORT void operator delete[](void *p, std::size_t size) noexcept { hc_free_sized(p, size); }
+// Sized delete: by address too. hc_free_sized would skip the page map
+// (13 instructions), but it trusts its caller; hc_free's tag is what stops
+// a double delete at the call (common/harden.h), as it stops a double free.
+HC_NEW_EXPORT void operator delete(void *p, std::size_t) noexcept { hc_free(p); }
+HC_NEW_EXPORT void operator delete[](void *p, std::size_t) noexcept { hc_free(p); }
 
 // Aligned delete, sized or not: by address, because an aligned block may
 // sit in a larger class than its size names (hc_aligned_alloc).

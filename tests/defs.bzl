@@ -12,6 +12,8 @@ own package:
                          block announced to it (common/track.h)
   race_test_tsan         stats and flushes while other threads allocate,
                          under TSan (tests/race_test.cc)
+  false_sharing_test     two fresh threads' first objects of a small class
+                         share no cache line (tests/false_sharing_test.cc)
 and the reliability checks of tests/reliability.bzl, so
 `bazel test //stageN_x:all` runs every flavour with no flags.
 """
@@ -115,6 +117,18 @@ def hc_stage_tests(stage, stress_env = {}, valgrind_env = {}, internal_libs = []
         size = "medium",
         flavour = "tsan",
         binary = ":race_test_bin",
+    )
+
+    # Its own binary: each case forks a child in which the allocator has
+    # handed out nothing yet.
+    native.cc_test(
+        name = "false_sharing_test",
+        size = "small",
+        deps = [
+            "//tests:false_sharing",
+            stage,
+            "@googletest//:gtest_main",
+        ],
     )
 
     hc_reliability_tests(stage = stage)
