@@ -509,8 +509,8 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
 }
 
 /* The common realloc, a string or buffer grown by a few bytes, stays in its
- * class. That case is answered here as hc_free finds a block, from the page
- * map's class byte and the class's alignment, without reading the span
+ * class. That case is answered here with hc_free's own test, the page map's
+ * class entry and the class's alignment (pm_small_object_start), without reading the span
  * record, and without the slow path's frame: a program that grows many
  * blocks in turn otherwise pays two dependent cache misses per call (the
  * span pointer, then the span; docs/stage3.md, section 5). So a release
@@ -518,13 +518,14 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
  * two stay where it is, as hc_free lets it through; the debug build, and
  * every call that moves a block, check the pointer exactly (block_span). */
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
-    unsigned cls = pm_class_of(ptr); /* 0: NULL, large, the hardened malloc(0), not ours */
-    if (HC_LIKELY(cls != 0 && size - 1 < HC_MAX_SMALL_SIZE && sc_index(size) == cls &&
-                  (__atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED) & (uintptr_t)ptr) == 0)) {
+    /* Class 0 (NULL passes the test with it) never equals a size's class. */
+    size_t class_offset;
+    if (HC_LIKELY(pm_small_object_start(ptr, &class_offset) && size - 1 < HC_MAX_SMALL_SIZE &&
+                  sc_index(size) * PM_CLASS_STRIDE == class_offset)) {
 #if HC_DEBUG
         block_span(ptr, "realloc(): invalid pointer");
 #endif
-        track_resize(ptr, sc_size(cls), size);
+        track_resize(ptr, sc_size((unsigned)(class_offset / PM_CLASS_STRIDE)), size);
         return ptr;
     }
     return realloc_slow(ptr, size);

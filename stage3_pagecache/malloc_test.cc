@@ -122,7 +122,7 @@ TEST(Malloc, ReallocStaysInPlaceWhileTheClassOrPageCountFits) {
     hc_free(shrunk);
 }
 
-// A realloc that keeps the class is answered from the page map's class byte
+// A realloc that keeps the class is answered from the page map's class entry
 // alone: the span record (a line the central cache writes) is not read, so
 // growing many blocks in turn costs no miss on it (docs/stage3.md, section
 // 5). Here the span is made to say "free" while the call runs: a realloc
