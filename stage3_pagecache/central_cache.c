@@ -61,6 +61,7 @@ typedef struct cc_bucket {
     size_t free_objects;       /* on those spans, for stats */
     size_t span_bytes;         /* in spans this class holds now */
     size_t empty_spans;        /* spans on the list with every object free */
+    uint8_t fetched;           /* cc_fetch came since the last idle sweep */
     cc_batch batches[CC_TRANSFER_MAX_BATCHES];
 } HC_CACHE_ALIGNED cc_bucket;
 
@@ -231,10 +232,26 @@ static void cc_check_chain(unsigned cls, void *first, uint32_t n) {
     }
 }
 
+static void cc_sweep_idle(void);
+
+/* Pages of the spans carved so far; each CC_SWEEP_PAGES of them, a sweep. */
+static size_t cc_carved_pages;
+
+/* A span of `pages` pages is about to be carved: the heap grows by it unless
+ * free pages can be had. Every CC_SWEEP_PAGES pages, the classes nobody
+ * fetched from since the last sweep give back what they cache, first, so
+ * that this span and the next can reuse it (cc_sweep_idle). No lock held. */
+static void cc_note_carve(size_t pages) {
+    size_t after = __atomic_add_fetch(&cc_carved_pages, pages, __ATOMIC_RELAXED);
+    if ((after - pages) / CC_SWEEP_PAGES != after / CC_SWEEP_PAGES)
+        cc_sweep_idle();
+}
+
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
+    bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
     uint32_t got = cc_transfer_pop(bucket, want, first, last);
     if (got > 0) {
         hc_lock_release(&bucket->lock);
@@ -249,6 +266,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
 
     /* No span of this class has a free object: take a new one from the page
      * cache with no bucket lock held, then hand out from it. */
+    cc_note_carve(sc_span_pages(cls));
     hc_span *span = cc_carve_new_span(cls);
     if (span == NULL)
         return 0; /* errno = ENOMEM from the page cache */
@@ -413,31 +431,57 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
         cc_return_to_spans(cls, first, n, CC_EMPTY_SPANS_KEPT);
 }
 
+/* Empties class `cls`'s transfer cache and gives its spare empty spans back
+ * to the page cache; the bucket lock is held, and dropped here before any
+ * object goes back to its span. */
+static void cc_release_bucket(unsigned cls, cc_bucket *bucket) {
+    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
+    uint32_t count = bucket->batch_count;
+    for (uint32_t i = 0; i < count; i++)
+        batches[i] = bucket->batches[i];
+    cc_set_batch_count(bucket, 0);
+    bucket->transfer_objects = 0;
+    /* The spare empty spans: off the list, to go back below. */
+    hc_span released;
+    span_list_init(&released);
+    for (hc_span *span = bucket->spans.next, *next; span != &bucket->spans; span = next) {
+        next = span->next;
+        if (span->objects_in_use != 0)
+            continue;
+        span_list_remove(span);
+        bucket->empty_spans--;
+        cc_detach_span(bucket, span, &released);
+    }
+    hc_lock_release(&bucket->lock);
+    cc_give_back_spans(&released);
+    for (uint32_t i = 0; i < count; i++)
+        cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
+}
+
 void cc_release_cached(void) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
-        cc_batch batches[CC_TRANSFER_MAX_BATCHES];
         hc_lock_acquire(&bucket->lock);
-        uint32_t count = bucket->batch_count;
-        for (uint32_t i = 0; i < count; i++)
-            batches[i] = bucket->batches[i];
-        cc_set_batch_count(bucket, 0);
-        bucket->transfer_objects = 0;
-        /* The spare empty spans: off the list, to go back below. */
-        hc_span released;
-        span_list_init(&released);
-        for (hc_span *span = bucket->spans.next, *next; span != &bucket->spans; span = next) {
-            next = span->next;
-            if (span->objects_in_use != 0)
-                continue;
-            span_list_remove(span);
-            bucket->empty_spans--;
-            cc_detach_span(bucket, span, &released);
-        }
-        hc_lock_release(&bucket->lock);
-        cc_give_back_spans(&released);
-        for (uint32_t i = 0; i < count; i++)
-            cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
+        cc_release_bucket(cls, bucket);
+    }
+}
+
+/* A class nobody fetched from for a whole sweep period is idle: a program
+ * moved on from it (strings grown by realloc leave every class they pass
+ * through, docs/stage3.md, section 5). What its transfer cache and spare
+ * span hold, up to CC_TRANSFER_MAX_BYTES and a span per class, would
+ * otherwise wait for a fetch that may never come while the heap grows for
+ * other classes. A class in use keeps its cache: it fetched. */
+static void cc_sweep_idle(void) {
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        cc_bucket *bucket = cc_bucket_of(cls);
+        hc_lock_acquire(&bucket->lock);
+        int idle = !bucket->fetched && (bucket->batch_count > 0 || bucket->empty_spans > 0);
+        bucket->fetched = 0;
+        if (idle)
+            cc_release_bucket(cls, bucket);
+        else
+            hc_lock_release(&bucket->lock);
     }
 }
 

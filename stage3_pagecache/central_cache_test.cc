@@ -281,6 +281,41 @@ TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {
     cc_release_cached();
 }
 
+// A class nobody fetches from while other classes carve new spans gives its
+// transfer cache and spare span back (the idle sweep, every CC_SWEEP_PAGES
+// pages carved); a class that fetches keeps its batches. It takes two sweeps:
+// the first clears the mark the idle class's own fetch left.
+TEST(TransferCache, AnIdleClassGivesItsCacheBackWhileOthersCarveSpans) {
+    const unsigned idle = sc_index(120), busy = sc_index(136), grower = sc_index(64 << 10);
+    ReturnChain(idle, Fetch(idle, sc_batch(idle)));
+    std::vector<void *> kept = Fetch(busy, sc_batch(busy)), cycled = Fetch(busy, sc_batch(busy));
+    ReturnChain(busy, kept);
+    ReturnChain(busy, cycled);  // on top: the busy class's fetches below take this one
+    ASSERT_EQ(Bucket(idle).batches, 1u);
+    ASSERT_GT(Bucket(idle).span_bytes, 0u);
+    ASSERT_EQ(Bucket(busy).batches, 2u);
+
+    std::vector<void *> grown;
+    for (size_t pages = 0; pages < 3 * CC_SWEEP_PAGES; pages += sc_span_pages(grower)) {
+        std::vector<void *> one = Fetch(grower, 1);  // one object per span: a new span each
+        ASSERT_EQ(one.size(), 1u);
+        grown.push_back(one[0]);
+        ReturnChain(busy, FetchChain(busy, sc_batch(busy)));  // busy: a fetch every period
+    }
+    cc_bucket_census c = Bucket(idle);
+    EXPECT_EQ(c.batches, 0u) << "the idle class's batch went back to its spans";
+    EXPECT_EQ(c.transfer_objects, 0u);
+    EXPECT_EQ(c.span_bytes, 0u) << "and its span, empty then, to the page cache";
+    EXPECT_EQ(Bucket(busy).batches, 2u) << "a class that fetched keeps its transfer cache";
+    EXPECT_EQ(FetchChain(busy, sc_batch(busy)), cycled);
+    EXPECT_EQ(FetchChain(busy, sc_batch(busy)), kept) << "the batch below, never fetched, untouched";
+    for (void *p : kept) Return(busy, p);
+    for (void *p : cycled) Return(busy, p);
+    for (void *p : grown) Return(grower, p);
+    cc_release_cached();
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
 // Conservation: threads trade objects through one class's bucket, with
 // batches of every size (full ones go through the transfer cache, others
 // to the spans). No object is ever handed to two holders at once, and when

@@ -478,11 +478,11 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
 
 /* realloc(p, 0) frees p and returns NULL, as glibc does. A small block stays
  * where it is when the new size needs the same class (then hc_free_sized with
- * the new size still finds the right class); a large one is resized in place
- * when it can be (above). Otherwise: a new block, a copy, and the old one
- * freed; if the new block cannot be had, NULL with ENOMEM and the old block
- * untouched. */
-HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
+ * the new size still finds the right class: so no slack for small blocks); a
+ * large one is resized in place when it can be (above). Otherwise: a new
+ * block, a copy, and the old one freed; if the new block cannot be had, NULL
+ * with ENOMEM and the old block untouched. */
+static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
     if (ptr == NULL)
         return hc_malloc(size);
     if (harden_is_zero_size(ptr)) /* hardened malloc(0): no bytes to copy */
@@ -507,6 +507,29 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     track_internal_end(ptr, old);
     hc_free(ptr);
     return fresh;
+}
+
+/* The common realloc, a string or buffer grown by a few bytes, stays in its
+ * class. That case is answered here with hc_free's own test, the page map's
+ * class entry and the class's alignment (pm_small_object_start), without reading the span
+ * record, and without the slow path's frame: a program that grows many
+ * blocks in turn otherwise pays two dependent cache misses per call (the
+ * span pointer, then the span; docs/stage3.md, section 5). So a release
+ * build lets an aligned interior pointer of a class that is not a power of
+ * two stay where it is, as hc_free lets it through; the debug build, and
+ * every call that moves a block, check the pointer exactly (block_span). */
+HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
+    /* Class 0 (NULL passes the test with it) never equals a size's class. */
+    size_t class_offset;
+    if (HC_LIKELY(pm_small_object_start(ptr, &class_offset) && size - 1 < HC_MAX_SMALL_SIZE &&
+                  sc_index(size) * PM_CLASS_STRIDE == class_offset)) {
+#if HC_DEBUG
+        block_span(ptr, "realloc(): invalid pointer");
+#endif
+        track_resize(ptr, sc_size((unsigned)(class_offset / PM_CLASS_STRIDE)), size);
+        return ptr;
+    }
+    return realloc_slow(ptr, size);
 }
 
 /* Up to a page, alignment comes from the size classes: objects sit at

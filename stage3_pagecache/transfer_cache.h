@@ -12,7 +12,8 @@
  * before the bucket lock is taken. A span whose last object comes home
  * stays in its bucket as the class's spare (CC_EMPTY_SPANS_KEPT) instead of
  * going straight back to the page cache, so a producer/consumer pair does
- * not carve and return the same span over and over.
+ * not carve and return the same span over and over. A class idle while the
+ * heap grows gives both back (CC_SWEEP_PAGES).
  * May touch: nothing; central_cache.c implements it. */
 #ifndef HC_TRANSFER_CACHE_H_
 #define HC_TRANSFER_CACHE_H_
@@ -28,6 +29,14 @@
 
 /* Empty spans a bucket keeps (all objects free) before it gives one back. */
 #define CC_EMPTY_SPANS_KEPT 1
+
+/* Each time the central cache has carved this many pages into new spans
+ * (4 MiB), every class that no thread fetched from since the previous time
+ * gives back its transfer cache and its spare empty span, as
+ * cc_release_cached does for all: memory a program stopped asking for in one
+ * class goes to the spans the heap is growing for in others, instead of
+ * waiting for good (up to CC_TRANSFER_MAX_BYTES and a span per class). */
+#define CC_SWEEP_PAGES 512
 
 /* Batches the transfer cache of class `cls` may hold (at least 1). */
 uint32_t cc_transfer_capacity(unsigned cls);

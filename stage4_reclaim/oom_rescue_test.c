@@ -8,7 +8,11 @@
  * hc_release_free_memory (malloc_trim(0)) must find nothing that would have
  * made the call succeed: the allocator already gave back what it cached
  * before it returned NULL (hc_layer_reclaim_for_retry), and counted the
- * calls that this rescued (hc_stats.oom_rescues).
+ * calls that this rescued (hc_stats.oom_rescues). The 1000-byte class stays
+ * in use meanwhile (a fetch from the central cache every KEEP_BUSY_EVERY
+ * small blocks): a class nobody fetches from gives its cache back while the
+ * heap grows (the idle sweep, stage3_pagecache/transfer_cache.h), and then
+ * there would be nothing left for a rescue to find.
  * Plain C with its own main: one thread, nothing else allocating. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +25,7 @@
 
 #define MAX_BLOCKS (1 << 18)
 #define HEADROOM ((size_t)96 << 20)
+#define KEEP_BUSY_EVERY 4096 /* 8-byte blocks: 32 KiB, well inside a sweep period */
 
 static void *blocks[MAX_BLOCKS]; /* static: no allocation of the test's own */
 
@@ -63,6 +68,11 @@ int main(void) {
         void *p = hc_malloc(8);
         if (p == NULL) break;
         small++;
+        if (small % KEEP_BUSY_EVERY == 0) {
+            /* The list goes back as a batch; the malloc fetches it again. */
+            hc_thread_flush();
+            hc_free(hc_malloc(1000));
+        }
     }
     int failed_errno = errno;
     hc_stats after;
