@@ -114,9 +114,9 @@ MUTANTS = [
      "        cc_give_back_spans(&released);\n        hc_lock_release(&bucket->lock);\n    }",
      "lock_order_test", "called with a bucket lock held",
      "empty spans go back to the page cache with the bucket lock held (the lock order)"),
-    ("free_skips_object_check", "stage3_pagecache", "malloc.c",
-     "((uintptr_t)ptr & __atomic_load_n(&pm_align_mask[cls], __ATOMIC_RELAXED)) == 0)",
-     "1)",
+    ("free_skips_object_check", "stage3_pagecache", "page_map.h",
+     "return ((uintptr_t)p & __atomic_load_n(mask, __ATOMIC_RELAXED)) == 0;",
+     "return offset != 0;",
      "malloc_test", None, "hc_free skips the alignment test: a pointer inside an object passes as one"),
     # ---- lab 4 -----------------------------------------------------------------------
     ("exit_keeps_objects", "stage4_reclaim", "thread_exit.c",
