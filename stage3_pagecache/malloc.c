@@ -261,7 +261,7 @@ static HC_NOINLINE void free_small_slow_at(void *ptr, size_t class_offset) {
 /* The sized fast path's miss, with the size: the class is looked up here,
  * so the fast path keeps no register for it. */
 static HC_NOINLINE void free_small_sized_slow(void *ptr, size_t size) {
-    free_small_slow(ptr, sc_index_small(size == 0 ? 1 : size)); /* lists[0] sent size 0 */
+    free_small_slow(ptr, sc_index_small(size));
 }
 
 static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
@@ -357,9 +357,11 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
         return;
     }
 #endif
-    if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE && ptr != NULL)) {
-        /* The class: debug checks only (size 0 is malloc(0)'s block, class of 1). */
-        note_free_sized(ptr, size, sc_index_small(size != 0 ? size : 1));
+    /* `size - 1`, not lists[0] as malloc does: size 0 must reach
+     * free_sized_slow before anything reads or notes the block (the
+     * hardened build's malloc(0) address has no class at all). */
+    if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
+        note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
         if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
         free_small_sized_slow(ptr, size);

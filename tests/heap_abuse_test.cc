@@ -227,6 +227,29 @@ TEST(HeapAbuseDeathTest, DoubleFreeAcrossThreads) {
     EXPECT_EXIT(DoubleFreeAcrossThreads(true), KilledBySignal(SIGABRT), expected);
 }
 
+// ---- malloc(0) given back with its size -------------------------------------------
+
+// free_sized(malloc(0), 0) is a correct call. The default build's malloc(0)
+// is a 16-byte block, which malloc(16) may then reuse; the hardened
+// build's is an address that faults when touched, and must never land on a
+// list where a later malloc would hand it out.
+void ZeroSizeBlockFreedWithItsSize() {
+    for (int i = 0; i < 64; i++) {
+        void *zero = hc_malloc(0);
+        hc_free_sized(zero, 0);
+        for (int j = 0; j < 4; j++) {
+            char *p = static_cast<char *>(hc_malloc(16));
+            if (p == nullptr) _exit(2);
+            memset(p, 0x5a, 16); /* faults if it is the hardened build's malloc(0) address */
+        }
+    }
+    _exit(0);
+}
+
+TEST(HeapAbuseDeathTest, ZeroSizeBlockFreedWithItsSize) {
+    EXPECT_EXIT(ZeroSizeBlockFreedWithItsSize(), ExitedWithCode(0), "");
+}
+
 // ---- A slot never handed out (issue 20, item 2) -------------------------------------
 
 // p + 20 objects is a slot of p's span that no malloc has returned. The
