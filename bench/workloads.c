@@ -238,6 +238,14 @@ static void *handoff_consumer(void *arg) {
 #define LARGE_MAX  ((size_t)4 * 1024 * 1024)
 #define LARGE_STEP 4096 /* the kernel's page: one write faults it in */
 
+/* A block of n bytes with one byte written per page: every page faulted in. */
+static char *written_block(size_t n, long tag) {
+    char *p = must_malloc(n);
+    for (size_t off = 0; off < n; off += LARGE_STEP)
+        p[off] = (char)tag;
+    return p;
+}
+
 static void *large_worker(void *arg) {
     worker *w = arg;
     uint64_t rng = seed_for(w->index);
@@ -245,9 +253,7 @@ static void *large_worker(void *arg) {
     long i = 0;
     for (; i < w->ops && !harness_past_deadline(); i++) {
         size_t n = random_size(&rng, LARGE_MIN, LARGE_MAX);
-        char *p = must_malloc(n);
-        for (size_t off = 0; off < n; off += LARGE_STEP)
-            p[off] = (char)i;
+        char *p = written_block(n, i);
         escape(p);
         bench_free(p, n);
     }
@@ -263,13 +269,6 @@ static void *large_worker(void *arg) {
 #define BIG_WINDOW 20
 #define BIG_MIN    ((size_t)5 << 20)
 #define BIG_MAX    ((size_t)25 << 20)
-
-static char *written_block(size_t n, long tag) {
-    char *p = must_malloc(n);
-    for (size_t off = 0; off < n; off += LARGE_STEP)
-        p[off] = (char)tag;
-    return p;
-}
 
 static void *bigblocks_worker(void *arg) {
     worker *w = arg;

@@ -388,7 +388,7 @@ HC_EXPORT void hc_free(void *ptr) {
          * leaves before its memory is read. Then free's tag
          * (common/harden.h): a block that still carries it is free
          * already. Four instructions here, one in malloc; the sized fast
-         * path trusts its caller and stays as stage 1 has it. */
+         * path trusts its caller and carries no tag. */
         if (HC_LIKELY(!fl_full(list))) {
             note_free_unsized(ptr, (unsigned)(class_offset / PM_CLASS_STRIDE));
             if (HC_UNLIKELY(!fl_tag_free(ptr)))

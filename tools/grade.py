@@ -612,6 +612,17 @@ def write_class_csv(path, sheets):
                         round(sheet.get("seconds", 0)), " ".join(failing)])
 
 
+def report_sheet(sheet, json_arg):
+    """Prints one hand-in's score sheet and writes it as JSON (grade.json
+    unless --json names a file); the exit status of a single grading."""
+    print_sheet(sheet)
+    json_path = os.path.abspath(json_arg or "grade.json")
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(sheet, f, indent=1)
+    print(f"score sheet: {json_path}")
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -654,12 +665,7 @@ def main(argv):
                           "preview in the lab workspace, your tests", args.quick, args.reps, args.jobs)
         finally:
             bazel.shutdown()
-        print_sheet(sheet)
-        json_path = os.path.abspath(args.json or "grade.json")
-        with open(json_path, "w", encoding="utf-8") as f:
-            json.dump(sheet, f, indent=1)
-        print(f"score sheet: {json_path}")
-        return 0
+        return report_sheet(sheet, args.json)
 
     sys.path.insert(0, TOOLS)
     import make_lab
@@ -720,12 +726,7 @@ def main(argv):
         print(f"score sheets and class.csv: {out_dir}")
         return 0
     sheet = sheets[0][1]
-    print_sheet(sheet)
-    json_path = os.path.abspath(args.json or "grade.json")
-    with open(json_path, "w", encoding="utf-8") as f:
-        json.dump(sheet, f, indent=1)
-    print(f"score sheet: {json_path}")
-    return 0
+    return report_sheet(sheet, args.json)
 
 
 if __name__ == "__main__":
