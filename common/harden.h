@@ -28,7 +28,7 @@
  *     realloc know these addresses (harden_is_zero_size).
  *
  * The default build keeps one of these ideas, cheap enough for every free:
- * free's tag. hc_free (stage 3) writes HARDEN_FREE_TAG into a block's second
+ * free's tag. hc_free (stage 3) writes harden_free_tag(block) into its second
  * word, and every hand-out clears that word (harden_clear_tag), so a block
  * that reaches hc_free with the tag still set is free already: a double
  * free, caught at the call whatever was freed in between (a;b;a) and
@@ -151,22 +151,29 @@ HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
 }
 HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) { (void)slot; (void)t; }
 
-/* Free's tag: not a pointer (bits 47..63 set), so no link or address the
- * program stores is equal to it; program data equal to it by chance is a
- * 2^-64 event per free. A constant, not a secret: this is a guard against
- * mistakes, not against an attacker who writes it on purpose (the hardened
- * build's tag is key ^ slot). */
-#define HARDEN_FREE_TAG ((uintptr_t)0xf7eef7eef7eef7eeu)
+/* Free's tag: the block's own address minus an odd constant. Odd, so it is
+ * never the address of an aligned object; the block's own, so copying a
+ * freed block's words into another block (a program that copies freed
+ * memory: glibc's tst-tcfree3) gives that block no tag, and a tag that is
+ * set can be trusted: the block is free. One `lea` from the address, like
+ * loading a constant would be. Not a secret: a guard against mistakes, not
+ * against an attacker who writes it on purpose (the hardened build's tag
+ * is key ^ slot). */
+#define HARDEN_FREE_TAG_OFFSET 0x3b9aca07u
+
+HC_INLINE uintptr_t harden_free_tag(const void *slot) {
+    return (uintptr_t)slot - HARDEN_FREE_TAG_OFFSET;
+}
 
 /* hc_free's step: 0 if `slot` carries the tag (it is free already), else
  * tags it and returns 1. The caller has checked that slot is the start of
  * an object of a small class, so its second word is the allocator's to
  * read: the program's data while the block is live, the tag once free. */
 HC_INLINE int harden_tag_free(void *slot) {
-    uintptr_t *word = (uintptr_t *)slot;
-    if (HC_UNLIKELY(word[1] == HARDEN_FREE_TAG))
+    uintptr_t *word = (uintptr_t *)slot, tag = harden_free_tag(slot);
+    if (HC_UNLIKELY(word[1] == tag))
         return 0;
-    word[1] = HARDEN_FREE_TAG;
+    word[1] = tag;
     return 1;
 }
 #define harden_check_class(slot, want, found) ((void)0)
