@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 iters=${HC_COUNT_PAIRS:-100000}
-bazel build --config=opt //bench:allocators //stage4_reclaim:libhcmalloc.so \
+bazel build ${HC_BAZEL_DISK_CACHE:+--disk_cache=$HC_BAZEL_DISK_CACHE} --config=opt //bench:allocators //stage4_reclaim:libhcmalloc.so \
     //stage4_reclaim:libhcmalloc_hardened.so >&2
 driver=bazel-out/k8-opt/bin/bench/driver_malloc
 if [ $# -eq 0 ]; then

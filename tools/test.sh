@@ -21,12 +21,18 @@
 # and ends with one summary line: "tests: N passed, M failed" (N, M: the
 # test targets of every `bazel test` run, plus one each for extra and labs).
 #
-# Every Bazel run here, the scratch workspaces of the lab test and the
-# grader included, shares one disk cache (HC_BAZEL_DISK_CACHE, default
+# The plain part, the extra checks and the scratch workspaces of the lab
+# test and the grader share one disk cache (HC_BAZEL_DISK_CACHE, default
 # `hc-disk-cache` in this workspace's output base): Bazel keys it by the
 # content of every input and the command line, so only a byte-identical
 # action is reused, e.g. googletest and a lab's reference copy in a lab
-# workspace. A fresh clone starts with it empty.
+# workspace. A fresh clone starts with it empty. The four configurations
+# do not write to it: their actions are their own (each has its output
+# directory, so no command line matches another part's), and a copy of
+# their outputs there would only double what they take on disk. Disk is
+# what a CI machine may lack: each part's line at the end gives the space
+# left after it, and the lab test empties its scratch output base after
+# each stage.
 #
 # How long it takes, measured cold (a fresh `git clone`, so a new output
 # base and an empty disk cache; tools already installed) on the project's
@@ -61,21 +67,26 @@ failed=0
 status=0
 times=()
 
+# The space left on the file system of the output base (df's figure).
+disk_free() { df -h --output=avail "${output_base:-.}" 2>/dev/null | tail -1 | tr -d ' '; }
+
 # timed NAME COMMAND...: runs COMMAND, notes how long it took under NAME.
 timed() {
     local name=$1 start=$SECONDS rc=0
     shift
     "$@" || rc=$?
-    times+=("$(printf '%-8s %5d s' "$name" $((SECONDS - start)))")
+    times+=("$(printf '%-8s %5d s   %s free after it' "$name" $((SECONDS - start)) "$(disk_free)")")
     echo "== $name: $((SECONDS - start)) s (exit $rc)"
     return $rc
 }
 
-# bazel_tests ARGS...: `bazel test ARGS`, its targets added to the counts.
+# bazel_tests ARGS...: `bazel test ARGS`, its targets added to the counts
+# (with the disk cache unless HC_NO_DISK_CACHE=1).
 # One line per test target in Bazel's summary: "//pkg:target   PASSED in 1.2s".
 bazel_tests() {
-    local rc n_passed n_failed
-    bazel test "${cache_flags[@]}" "$@" 2>&1 | tee "$log"
+    local rc n_passed n_failed flags=("${cache_flags[@]}")
+    [ "${HC_NO_DISK_CACHE:-0}" = 1 ] && flags=()
+    bazel test "${flags[@]}" "$@" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     n_passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
     n_failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
@@ -103,7 +114,7 @@ config_tests() {
     local config=$1 excluded
     mapfile -t excluded < <(config_duplicates "$config")
     echo "== bazel test --config=$config (all but bench/ and tools/; ${#excluded[@]} flavour targets the plain part ran as built here)"
-    bazel_tests --config="$config" -- //... -//bench/... -//tools/... "${excluded[@]}"
+    HC_NO_DISK_CACHE=1 bazel_tests --config="$config" -- //... -//bench/... -//tools/... "${excluded[@]}"
 }
 
 # a check that is one script: counted as one test.
@@ -111,7 +122,7 @@ script_check() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); return 1; fi
 }
 
-echo "== bazel test //..."
+echo "== bazel test //... ($(disk_free) free on the output base's file system)"
 timed plain bazel_tests //... "$@" || status=1
 
 if [ "$status" -eq 0 ]; then
