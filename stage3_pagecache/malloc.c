@@ -485,8 +485,6 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
  * block, a copy, and the old one freed; if the new block cannot be had, NULL
  * with ENOMEM and the old block untouched. */
 static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
-    if (ptr == NULL)
-        return hc_malloc(size);
     if (harden_is_zero_size(ptr)) /* hardened malloc(0): no bytes to copy */
         return size == 0 ? NULL : hc_malloc(size);
     hc_span *span = block_span(ptr, "realloc(): invalid pointer");
@@ -521,7 +519,11 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
  * two stay where it is, as hc_free lets it through; the debug build, and
  * every call that moves a block, check the pointer exactly (block_span). */
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
-    /* Class 0 (NULL passes the test with it) never equals a size's class. */
+    /* realloc(NULL, n) is malloc(n), tested first: Lua's allocator makes
+     * every object so (docs/benchmarks.md, section 9), and then it costs
+     * one branch, not the page-map read and realloc_slow's call. */
+    if (ptr == NULL)
+        return hc_malloc(size);
     size_t class_offset;
     if (HC_LIKELY(pm_small_object_start(ptr, &class_offset) && size - 1 < HC_MAX_SMALL_SIZE &&
                   sc_index(size) * PM_CLASS_STRIDE == class_offset)) {
