@@ -23,7 +23,7 @@
 #define TC_CHUNK_BYTES ((size_t)1 << 20)
 
 tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
-HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
+HC_THREAD_LOCAL tc_thread_words tc_self = {.cache = &tc_sentinel};
 
 /* What stage 1 keeps per thread beside the lists: the chunk it carves
  * objects from. The record starts with the tc_cache the fast path reads

@@ -31,12 +31,25 @@ typedef struct tc_cache {
 } HC_CACHE_ALIGNED tc_cache; /* whole cache lines: neighbouring records in the pool
                               * belong to different threads, and must not share one */
 
-/* The calling thread's cache. Never NULL: a thread starts out pointing at
+/* The calling thread's words: one initial-exec TLS record.
+ * `cache` is the thread's cache. Never NULL: a thread starts out pointing at
  * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
  * (room 0, so free overflows). Both misses lead to the slow path,
- * which gives the thread a real cache; the fast path needs no NULL check. */
-extern HC_THREAD_LOCAL tc_cache *tc_current;
+ * which gives the thread a real cache; the fast path needs no NULL check.
+ * `layer_countdown` is no layer's here: stage 4's profiler build counts the
+ * bytes to its next sample in it (stage3_pagecache/layer_hooks.h). In one
+ * record with the cache pointer, a fast path that reads both loads one TLS
+ * offset, not two (docs/profiling.md, section 6). */
+typedef struct tc_thread_words {
+    tc_cache *cache;
+    intptr_t layer_countdown;
+} tc_thread_words;
+extern HC_THREAD_LOCAL tc_thread_words tc_self;
 extern tc_cache tc_sentinel;
+
+/* Every layer names the thread's cache so; it is the record's first word,
+ * so the fast path's code is what a lone TLS pointer gives. */
+#define tc_current (tc_self.cache)
 
 /* ---- Fast path ------------------------------------------------------------
  * A hit costs: one TLS load, one table load for the list's offset, one load

@@ -45,7 +45,7 @@
 #define TC_SCAVENGE_PERIOD 256
 
 tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
-HC_THREAD_LOCAL tc_cache *tc_current = &tc_sentinel;
+HC_THREAD_LOCAL tc_thread_words tc_self = {.cache = &tc_sentinel};
 
 hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
 tc_cache *tc_registry;

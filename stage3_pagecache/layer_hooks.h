@@ -50,9 +50,13 @@ int hc_layer_dump_heap_profile(int fd);
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "stage1_threadcache/thread_cache.h" /* tc_self */
 
-/* Bytes this thread may still allocate before its next sample point. */
-extern HC_THREAD_LOCAL intptr_t hc_sample_countdown;
+/* Bytes this thread may still allocate before its next sample point: the
+ * word stage 1 keeps beside the thread's cache pointer for a later layer
+ * (thread_cache.h's tc_self), so hc_malloc reaches both from one TLS
+ * offset: a subtract and a branch, two instructions, not three. */
+#define hc_sample_countdown (tc_self.layer_countdown)
 
 /* The countdown went below zero in a request of `size` bytes: re-arms it and
  * returns 1 if the request is sampled (0: the thread's first request, or

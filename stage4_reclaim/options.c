@@ -73,6 +73,8 @@ static void options_init(void) {
     options.profile_interval_bytes = HC_DEFAULT_PROFILE_INTERVAL_BYTES;
     read_size("HCMALLOC_PROFILE_SAMPLE_BYTES", &options.profile_sample_bytes); /* 0: off, 1: all */
     read_size("HCMALLOC_PROFILE_INTERVAL_BYTES", &options.profile_interval_bytes);
+    options.profile_interval_min_ms = HC_DEFAULT_PROFILE_INTERVAL_MIN_MS;
+    read_size("HCMALLOC_PROFILE_INTERVAL_MIN_MS", &options.profile_interval_min_ms);
     size_t leak_check = 0;
     read_size("HCMALLOC_LEAK_CHECK", &leak_check);
     options.leak_check = leak_check != 0;

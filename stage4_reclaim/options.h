@@ -22,6 +22,8 @@
  *                                          1: every allocation; 0: none)
  *   HCMALLOC_PROFILE_INTERVAL_BYTES        a profile every this many bytes
  *                                          allocated (1g; 0: only at exit)
+ *   HCMALLOC_PROFILE_INTERVAL_MIN_MS       but no two of those profiles
+ *                                          closer than this (1000; 0: any)
  *   HCMALLOC_LEAK_CHECK                    1: report sampled blocks still
  *                                          live at exit */
 #ifndef HC_OPTIONS_H_
@@ -39,6 +41,7 @@ typedef struct hc_options {
     const char *profile_prefix;     /* NULL: no profile files */
     size_t profile_sample_bytes;    /* mean distance between samples */
     size_t profile_interval_bytes;  /* 0: no periodic profiles */
+    size_t profile_interval_min_ms; /* 0: a periodic profile at every interval */
     int leak_check;
 } hc_options;
 
@@ -47,6 +50,7 @@ typedef struct hc_options {
 #define HC_DEFAULT_RELEASE_DELAY_MS 1000
 #define HC_DEFAULT_PROFILE_SAMPLE_BYTES ((size_t)2 << 20)
 #define HC_DEFAULT_PROFILE_INTERVAL_BYTES ((size_t)1 << 30)
+#define HC_DEFAULT_PROFILE_INTERVAL_MIN_MS 1000
 
 /* The options, parsed on the first call. Thread-safe. */
 const hc_options *hc_get_options(void);

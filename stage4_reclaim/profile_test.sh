@@ -13,7 +13,8 @@
 #      bound is 15%: over five standard deviations for every site.
 #   2. HCMALLOC_PROFILE with HCMALLOC_PROFILE_INTERVAL_BYTES=16m writes a
 #      profile per 16 MiB allocated (the program allocates about 207 MiB)
-#      and one at exit; a library dlopened between two dumps is in the
+#      and one at exit (with HCMALLOC_PROFILE_INTERVAL_MIN_MS=0; an hour's
+#      gap leaves the first and the exit's); a library dlopened between two dumps is in the
 #      second's MAPPED_LIBRARIES (the section is kept between dumps).
 #   3. HCMALLOC_LEAK_CHECK=1 estimates each site's leak within TOLERANCE when
 #      sampled, and with every allocation sampled reports exactly
@@ -89,12 +90,22 @@ done
 
 # ---- 2. Periodic profiles and the one at exit --------------------------------------
 HCMALLOC_PROFILE="$work/run" HCMALLOC_PROFILE_INTERVAL_BYTES=16m HCMALLOC_PROFILE_SAMPLE_BYTES=64k \
-    "$sites" >/dev/null || fail "the HCMALLOC_PROFILE run exited $?"
+    HCMALLOC_PROFILE_INTERVAL_MIN_MS=0 "$sites" >/dev/null || fail "the HCMALLOC_PROFILE run exited $?"
 count=$(ls "$work"/run.*.heap 2>/dev/null | wc -l)
 if [ "$count" -ge 11 ] && [ "$count" -le 15 ]; then
     echo "PASS HCMALLOC_PROFILE_INTERVAL_BYTES=16m: $count profiles for about 207 MiB allocated"
 else
     fail "HCMALLOC_PROFILE_INTERVAL_BYTES=16m: $count profiles, not 11..15 (12 or 13 periodic + 1 at exit)"
+fi
+# The minimum gap: an hour between interval profiles leaves the first one
+# (never skipped) and the one at exit.
+HCMALLOC_PROFILE="$work/gap" HCMALLOC_PROFILE_INTERVAL_BYTES=16m HCMALLOC_PROFILE_SAMPLE_BYTES=64k \
+    HCMALLOC_PROFILE_INTERVAL_MIN_MS=3600000 "$sites" >/dev/null || fail "the gap run exited $?"
+count=$(ls "$work"/gap.*.heap 2>/dev/null | wc -l)
+if [ "$count" -eq 2 ]; then
+    echo "PASS HCMALLOC_PROFILE_INTERVAL_MIN_MS=3600000: 2 profiles (the first interval's, the exit's)"
+else
+    fail "HCMALLOC_PROFILE_INTERVAL_MIN_MS=3600000: $count profiles, not 2 (1 periodic + 1 at exit)"
 fi
 last=$(ls "$work"/run.*.heap 2>/dev/null | sort | tail -1)
 if [ -n "$last" ] && head -1 "$last" | grep -q '^heap profile: .*@ heap_v2/65536$' && grep -q '^MAPPED_LIBRARIES:$' "$last"; then
