@@ -6,13 +6,18 @@
 # the calls it makes are counted, not the loop). With no argument: the
 # default and the hardened drop-in (docs/design.md, section 6), built with
 # --config=opt. glibc's figure: LIB=none.
+# HC_COUNT_DRIVER=PATH: count with that driver and build nothing (what
+# //bench:dropin_count_test does, in its sandbox).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
 iters=${HC_COUNT_PAIRS:-100000}
-bazel build ${HC_BAZEL_DISK_CACHE:+--disk_cache=$HC_BAZEL_DISK_CACHE} --config=opt //bench:allocators //stage4_reclaim:libhcmalloc.so \
-    //stage4_reclaim:libhcmalloc_hardened.so >&2
-driver=bazel-out/k8-opt/bin/bench/driver_malloc
+if [ -n "${HC_COUNT_DRIVER:-}" ]; then
+    driver=$HC_COUNT_DRIVER
+else
+    cd "$(dirname "$0")/.."
+    bazel build ${HC_BAZEL_DISK_CACHE:+--disk_cache=$HC_BAZEL_DISK_CACHE} --config=opt //bench:allocators \
+        //stage4_reclaim:libhcmalloc.so //stage4_reclaim:libhcmalloc_hardened.so >&2
+    driver=bazel-out/k8-opt/bin/bench/driver_malloc
+fi
 if [ $# -eq 0 ]; then
     set -- bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc.so \
         bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc_hardened.so
@@ -21,7 +26,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for lib in "$@"; do
     preload=()
-    [ "$lib" = none ] || preload=(env "LD_PRELOAD=$PWD/$lib")
+    [ "$lib" = none ] || preload=(env "LD_PRELOAD=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")")
     "${preload[@]}" valgrind --tool=callgrind --callgrind-out-file="$out" --compress-strings=no \
         --compress-pos=no "$driver" callgrind "$iters" 0 2>/dev/null
     # The inclusive cost of every call bench_cg_loop makes: the line after
