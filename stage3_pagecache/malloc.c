@@ -493,8 +493,13 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
         return NULL;
     }
     size_t old = block_size(span);
+    /* A sampled block is a large span whatever its size (layer_hooks.h): it
+     * too is resized in place, so realloc to its usable size keeps it (as
+     * glibc's tst-realloc asks). Its sample keeps the size it was taken
+     * at, as tcmalloc's does. */
+    int large_in_place = size > HC_MAX_SMALL_SIZE || (HC_SAMPLING && span->sampled);
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
-                                  : size > HC_MAX_SMALL_SIZE && large_resize_in_place(span, size)) {
+                                  : large_in_place && large_resize_in_place(span, size)) {
         track_resize(ptr, block_size(span), size);
         return ptr;
     }

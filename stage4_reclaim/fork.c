@@ -2,7 +2,8 @@
  *
  * See reclaim.h for the lock order and why it cannot deadlock.
  * May touch: every layer's locks (through tc_fork_lock, cc_bucket_lock,
- * pc_lock_all), nothing else. */
+ * pc_lock_all), the profiler's (hc_fork_set_outer_locks) and stdio's list
+ * lock, nothing else. */
 #include <pthread.h>
 #include <sys/single_threaded.h>
 
@@ -20,6 +21,27 @@
 static HC_THREAD_LOCAL unsigned fork_depth;
 static HC_THREAD_LOCAL unsigned fork_depth_unlocked;
 
+/* stdio's list lock (glibc exports it; weak, so another libc simply has
+ * none). stdio calls malloc with a FILE locked (getline grows its buffer
+ * under it) and fflush(NULL) takes the FILE locks with the list lock held,
+ * so the list lock comes before every allocator lock: glibc's fork takes
+ * it before its own malloc's locks, but after the pthread_atfork handlers,
+ * ours among them. Taking it here first keeps that order for an
+ * interposed malloc (glibc's tst-malloc-fork-deadlock hung without it). It
+ * is a recursive lock: glibc's fork takes it again after us. */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+
+/* Lock 0. of reclaim.h's order: the profiler's, if it is linked in. */
+static void (*outer_lock)(void);
+static void (*outer_unlock)(void);
+
+void hc_fork_set_outer_locks(void (*lock)(void), void (*unlock)(void)) {
+    outer_lock = lock;
+    outer_unlock = unlock;
+}
+
 void hc_fork_prepare(void) {
     /* glibc's rule: a single-threaded process has nobody to wait for. Only
      * this thread can be inside the allocator, interrupted by the signal
@@ -31,6 +53,10 @@ void hc_fork_prepare(void) {
         return;
     }
     fork_depth++;
+    if (_IO_list_lock != NULL)
+        _IO_list_lock();
+    if (outer_lock != NULL)
+        outer_lock();
     tc_fork_lock();
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
         hc_lock_acquire(cc_bucket_lock(cls));
@@ -45,7 +71,7 @@ void hc_fork_prepare(void) {
  * one that locked, so it may unlock (the mutexes are plain ones). The depth
  * drops last: a fork from a signal handler while the locks are still being
  * released nests, and takes none. */
-static void hc_fork_release(void) {
+static void hc_fork_release(int in_child) {
     if (fork_depth_unlocked > 0) {
         fork_depth_unlocked--;
         fork_depth--;
@@ -56,15 +82,23 @@ static void hc_fork_release(void) {
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
         hc_lock_release(cc_bucket_lock(cls));
     tc_fork_unlock();
+    if (outer_unlock != NULL)
+        outer_unlock();
+    /* The child's stdio locks are new ones already (glibc resets them
+     * before the child handlers run): one more reset, not an unlock. */
+    if (in_child && _IO_list_resetlock != NULL)
+        _IO_list_resetlock();
+    else if (!in_child && _IO_list_unlock != NULL)
+        _IO_list_unlock();
     fork_depth--;
 }
 
-void hc_fork_parent(void) { hc_fork_release(); }
+void hc_fork_parent(void) { hc_fork_release(0); }
 
 /* The other threads' caches stay in the child's registry with what they
  * cached: those threads do not exist there, so that memory is lost to the
  * child (bounded by the thread-cache budget), as with any allocator. */
-void hc_fork_child(void) { hc_fork_release(); }
+void hc_fork_child(void) { hc_fork_release(1); }
 
 /* 0: not yet; 1: registering (a nested malloc from pthread_atfork sees
  * this and returns); 2: done. */

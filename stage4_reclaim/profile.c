@@ -703,9 +703,9 @@ static uint64_t monotonic_ns(void) {
 }
 
 /* A profile per interval of bytes, but never two within the minimum gap:
- * a program that allocates 100 GiB a second (the bench's mixed, at two
- * threads) would otherwise write a hundred files a second at the default
- * 1 GiB, and spend a fifth of its time writing them (docs/profiling.md,
+ * a program that allocates 150 GiB a second (the bench's mixed at two
+ * threads does) would otherwise write 150 files a second at the default
+ * 1 GiB, and spend a sixth of its time writing them (docs/profiling.md,
  * section 6). An interval that ends inside the gap is skipped, not made up
  * later; the first interval profile is never skipped. */
 static void dump_interval_profile(void) {
@@ -840,11 +840,14 @@ __attribute__((constructor)) static void profile_start(void) {
         void *pcs[4];
         cached_backtrace(pcs, 4); /* priming it too: its first call sets itself up */
     }
-    /* After the allocator's own handlers (fork.c), so that ours, registered
-     * later, runs first before a fork: the profile lock is taken outside
-     * every allocator lock, as everywhere. */
+    /* The profile locks go through the allocator's own fork handlers
+     * (fork.c), first before and last after every allocator lock, as
+     * everywhere: so a fork from a signal handler that interrupted a
+     * sampled malloc in a single-threaded program takes none of them, as
+     * it takes none of the allocator's (glibc's rule), and cannot wait for
+     * the lock its own thread holds. */
     hc_fork_register();
-    pthread_atfork(fork_prepare, fork_release, fork_release);
+    hc_fork_set_outer_locks(fork_prepare, fork_release);
     if (o->profile_prefix != NULL && o->profile_interval_bytes != 0)
         __atomic_store_n(&next_interval_dump, o->profile_interval_bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&unwinder_primed, 1, __ATOMIC_RELEASE);

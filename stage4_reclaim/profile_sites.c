@@ -15,16 +15,26 @@
  * `./profile_sites dump FILE` also writes hc_dump_heap_profile to FILE
  * before it frees everything but site_leak's blocks.
  * `./profile_sites keep` frees nothing at the end (all of it is "leaked").
+ * `./profile_sites sigfork` forks from a SIGALRM handler 100 times, single-
+ * threaded, while it allocates (sampled: the profiler's lock is often held).
+ * `./profile_sites realloc` reallocs blocks of several sizes to their usable
+ * size: each must stay where it is (sampled blocks too).
  * `./profile_sites leak` runs only site_churn (1000 times) and site_leak:
  * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1).
  * `./profile_sites dlopen BEFORE AFTER LIBRARY` writes a profile to BEFORE,
  * dlopens LIBRARY, and writes one to AFTER: the second's MAPPED_LIBRARIES
  * must name it (profile.c keeps the section between dumps). */
+#define _GNU_SOURCE /* sigaction, setitimer, malloc_usable_size under -std=c11 */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <malloc.h> /* malloc_usable_size */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/hcmalloc.h"
@@ -62,6 +72,47 @@ static int dump_to(const char *path) {
     return 0;
 }
 
+/* sigfork: SIGALRM's handler forks; the child, once the handler has
+ * returned, allocates and exits (fork_signal_test's pattern: the child
+ * finishes what the interrupted thread was doing). */
+static volatile sig_atomic_t forked_pid = -1;
+static void fork_in_handler(int sig) {
+    (void)sig;
+    int saved = errno;
+    forked_pid = fork();
+    errno = saved;
+}
+
+static int fork_from_signals(int forks_wanted) {
+    struct sigaction action = {.sa_handler = fork_in_handler, .sa_flags = SA_RESTART};
+    sigaction(SIGALRM, &action, NULL); /* not signal(): under -std=c11 it fires once */
+    struct itimerval every_2ms = {{0, 2000}, {0, 2000}};
+    setitimer(ITIMER_REAL, &every_2ms, NULL);
+    int forks = 0;
+    for (size_t i = 0; forks < forks_wanted; i++) {
+        free(malloc(i % 5000 + 1));
+        pid_t pid = forked_pid;
+        if (pid == 0) {
+            free(malloc(100));
+            _exit(0);
+        }
+        if (pid > 0) {
+            forked_pid = -1;
+            int status = 0;
+            waitpid(pid, &status, 0);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                printf("profile_sites: a child of a fork from a signal handler ended with %#x\n", status);
+                return 1;
+            }
+            forks++;
+        }
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("profile_sites: %d forks from a signal handler\n", forks);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     size_t n = 0;
     if (argc == 5 && strcmp(argv[1], "dlopen") == 0) {
@@ -72,6 +123,27 @@ int main(int argc, char **argv) {
             return 1;
         }
         return dump_to(argv[3]);
+    }
+    if (argc == 2 && strcmp(argv[1], "sigfork") == 0)
+        return fork_from_signals(100);
+    if (argc == 2 && strcmp(argv[1], "realloc") == 0) {
+        /* Run with every allocation sampled: each block is a span of its
+         * own, and realloc to its usable size must still keep it. */
+        static const size_t sizes[] = {3, 100, 2051, 8195, 16387, 300000};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            char *p = malloc(sizes[i]);
+            size_t usable = malloc_usable_size(p);
+            char *q = realloc(p, usable);
+            if (q != p) {
+                printf("profile_sites: realloc(p, %zu), the usable size of a %zu-byte block, moved it\n",
+                       usable, sizes[i]);
+                return 1;
+            }
+            q[usable - 1] = 1;
+            free(q);
+        }
+        printf("profile_sites: realloc to the usable size kept every block\n");
+        return 0;
     }
     if (argc == 2 && strcmp(argv[1], "leak") == 0) {
         for (int i = 0; i < 1000; i++) free(site_churn());

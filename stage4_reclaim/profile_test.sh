@@ -16,6 +16,8 @@
 #      and one at exit (with HCMALLOC_PROFILE_INTERVAL_MIN_MS=0; an hour's
 #      gap leaves the first and the exit's); a library dlopened between two dumps is in the
 #      second's MAPPED_LIBRARIES (the section is kept between dumps).
+#      A sampled block reallocated to its usable size stays where it is; a
+#      fork from a signal handler that interrupted a sampled malloc returns.
 #   3. HCMALLOC_LEAK_CHECK=1 estimates each site's leak within TOLERANCE when
 #      sampled, and with every allocation sampled reports exactly
 #      the leaked blocks: 64 x 512 bytes at site_leak, nothing from
@@ -123,6 +125,24 @@ if ! sed -n '/^MAPPED_LIBRARIES:$/,$p' "$work/before.heap" | grep -q "/$late" &&
     echo "PASS MAPPED_LIBRARIES names $late once it is loaded, not before"
 else
     fail "MAPPED_LIBRARIES does not follow dlopen($late)"
+fi
+
+# fork() from a signal handler that interrupted a sampled malloc (every
+# allocation sampled: the profile lock is held most of the time) in a
+# single-threaded program: the fork takes no lock, the profiler's neither
+# (it hung every run when the profiler's own pthread_atfork handler took it).
+if out=$(HCMALLOC_PROFILE_SAMPLE_BYTES=1 timeout 60 "$sites" sigfork 2>&1); then
+    echo "PASS fork from a signal handler: $out"
+else
+    fail "fork from a signal handler (exit $?: 124 is a hang): $out"
+fi
+
+# A sampled block is a span of its own: realloc to its usable size keeps it
+# (glibc's tst-realloc failed on it), with every allocation sampled.
+if out=$(HCMALLOC_PROFILE_SAMPLE_BYTES=1 "$sites" realloc 2>&1); then
+    echo "PASS sampled blocks: $out"
+else
+    fail "sampled blocks: $out"
 fi
 
 # ---- 3. The leak check, exact ------------------------------------------------------------

@@ -37,7 +37,12 @@ void tc_fork_unlock(void);
  * The page map has no lock of its own (its writers hold the page cache
  * lock). The order matches every nesting the allocator does (registry
  * before pool; page cache before span pool; bucket locks never nested with
- * each other or with the page cache), so prepare cannot deadlock. */
+ * each other or with the page cache), so prepare cannot deadlock. Before
+ * them all: stdio's list lock (stdio mallocs with a FILE locked, and
+ * fflush(NULL) locks FILEs under the list lock: fork.c), then the locks of
+ * one other part of layer 4 (the heap profiler's, which it takes outside
+ * every allocator lock), given by hc_fork_set_outer_locks. A single-threaded process, or a fork nested in
+ * one (from a signal handler), takes none of them (fork.c). */
 void hc_fork_prepare(void);
 void hc_fork_parent(void);
 void hc_fork_child(void);
@@ -47,5 +52,11 @@ void hc_fork_child(void);
  * may call malloc, which must then find the cache and not recurse here), and
  * from a constructor; a nested call returns at once. */
 void hc_fork_register(void);
+
+/* The profiler's fork locks (profile.c): taken first and released last by
+ * the handlers above, under their rule, rather than by a pthread_atfork
+ * handler of its own, which would wait for a lock the interrupted thread
+ * holds when a signal handler forks. Set once, from a constructor. */
+void hc_fork_set_outer_locks(void (*lock)(void), void (*unlock)(void));
 
 #endif /* HC_RECLAIM_H_ */
