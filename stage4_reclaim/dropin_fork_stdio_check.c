@@ -28,6 +28,7 @@
 #define LINE_BYTES (64 << 10) /* getline grows its buffer to large blocks: the page cache's lock */
 
 static atomic_int stop;
+static atomic_int readers_failed; /* a reader that could not read: the pattern did not run */
 static char path[] = "/tmp/hcmalloc-fork-stdio.XXXXXX";
 
 /* Reads the file's one long line with getline again and again (a buffer
@@ -35,14 +36,18 @@ static char path[] = "/tmp/hcmalloc-fork-stdio.XXXXXX";
 static void *reader(void *arg) {
     (void)arg;
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
+        atomic_store(&readers_failed, 1);
         return NULL;
+    }
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         rewind(f);
         char *line = NULL;
         size_t capacity = 0;
-        if (getline(&line, &capacity, f) < 0)
+        if (getline(&line, &capacity, f) < 0) {
+            atomic_store(&readers_failed, 1);
             break;
+        }
         free(line);
     }
     fclose(f);
@@ -107,6 +112,10 @@ int main(void) {
         pthread_join(readers[i], NULL);
     pthread_join(flush, NULL);
     unlink(path);
+    if (atomic_load(&readers_failed)) {
+        fprintf(stderr, "dropin_fork_stdio_check: a reader could not open or read %s\n", path);
+        return 1;
+    }
     if (total_failed != 0) {
         fprintf(stderr, "dropin_fork_stdio_check: %ld of %ld children failed\n", total_failed, forks);
         return 1;

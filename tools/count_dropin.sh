@@ -7,7 +7,8 @@
 # default and the hardened drop-in (docs/design.md, section 6), built with
 # --config=opt. glibc's figure: LIB=none.
 # HC_COUNT_DRIVER=PATH: count with that driver and build nothing (what
-# //bench:dropin_count_test does, in its sandbox).
+# //bench:dropin_count_test does, in its sandbox); the libraries must then
+# be named, since nothing was built where the default ones would be.
 set -euo pipefail
 iters=${HC_COUNT_PAIRS:-100000}
 if [ -n "${HC_COUNT_DRIVER:-}" ]; then
@@ -17,6 +18,10 @@ else
     bazel build ${HC_BAZEL_DISK_CACHE:+--disk_cache=$HC_BAZEL_DISK_CACHE} --config=opt //bench:allocators \
         //stage4_reclaim:libhcmalloc.so //stage4_reclaim:libhcmalloc_hardened.so >&2
     driver=bazel-out/k8-opt/bin/bench/driver_malloc
+fi
+if [ $# -eq 0 ] && [ -n "${HC_COUNT_DRIVER:-}" ]; then
+    echo "usage: HC_COUNT_DRIVER=PATH $0 LIB..." >&2
+    exit 2
 fi
 if [ $# -eq 0 ]; then
     set -- bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc.so \
