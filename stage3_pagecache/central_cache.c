@@ -126,34 +126,45 @@ static void cc_give_back_span(hc_span *span) {
     pc_free_span(span);
 }
 
-/* Appends `obj`, now handed out, to the chain head..tail. */
-static void cc_chain_append(void **head, void **tail, void *obj) {
-    fl_set_next(obj, NULL);
-    if (*tail != NULL)
-        fl_set_next(*tail, obj);
-    else
-        *head = obj;
-    *tail = obj;
-}
+/* What cc_take cut off one span, to be linked into the caller's chain once
+ * the bucket lock is dropped: the objects are the caller's from the moment
+ * the counts say so, and nobody else reads or writes them. Under the lock a
+ * take costs bookkeeping only, so a refill's cache misses on cold objects
+ * (a freed list walked to its end) and its page faults (never-used slots
+ * written for the first time) no longer hold up every other thread that
+ * wants the class. */
+typedef struct cc_piece {
+    void *first;        /* returned objects: the first of `count` linked ones; */
+    void *last;         /* ... and the last, when the cut found it (NULL: walk) */
+    char *fresh;        /* never-used slots: the first of `count` in a row (else NULL) */
+    uint32_t count;
+    uint32_t object_size;
+} cc_piece;
 
-/* Moves up to `want` objects of class `cls` from the bucket's spans to a
- * chain; the bucket lock is held. Objects come from the first span on the
- * list until it is empty, so a span in heavy use fills up and a quiet one
- * can drain back to the page cache. Within a span, objects that came back
- * first (warm in some cache), then never-used slots in whole cache lines
- * (cc_fresh_count): `carved` stays a multiple of cc_line_objects (or the
- * span's end), so no two batches' never-used objects share a line. Fewer
- * than `want` rather than split a line, unless nothing else came: then up
- * to one line's worth more. */
-static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, void **first, void **last) {
-    uint32_t got = 0;
-    void *head = NULL, *tail = NULL;
-    while (got < want && !span_list_empty(&bucket->spans)) {
+/* Pieces one take can cut: each span gives at most two (its returned
+ * objects, then never-used slots), and a take of HC_MAX_BATCH objects that
+ * empties whole spans stops at one line's worth beyond that. */
+#define CC_TAKE_MAX_PIECES (2 * HC_MAX_BATCH + 2)
+
+/* Moves up to `want` objects of class `cls` from the bucket's spans into
+ * `pieces`, returning how many objects (and *piece_count); the bucket lock
+ * is held. Objects come from the first span on the list until it is empty,
+ * so a span in heavy use fills up and a quiet one can drain back to the page
+ * cache. Within a span, objects that came back first (warm in some cache),
+ * then never-used slots in whole cache lines (cc_fresh_count): `carved`
+ * stays a multiple of cc_line_objects (or the span's end), so no two
+ * batches' never-used objects share a line. Fewer than `want` rather than
+ * split a line, unless nothing else came: then up to one line's worth more.
+ * A span's whole list of returned objects is taken by its head alone; only
+ * a part of one is walked here, to find where to cut. */
+static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece *pieces,
+                        uint32_t *piece_count) {
+    uint32_t got = 0, n_pieces = 0;
+    while (got < want && !span_list_empty(&bucket->spans) && n_pieces + 2 <= CC_TAKE_MAX_PIECES) {
         hc_span *span = bucket->spans.next;
         uint32_t never_used = span->object_count - span->carved;
-        uint32_t from_returned = span->free_count - never_used;
-        if (from_returned > want - got)
-            from_returned = want - got;
+        uint32_t returned = span->free_count - never_used;
+        uint32_t from_returned = returned < want - got ? returned : want - got;
         uint32_t from_fresh = 0;
         if (got + from_returned < want && never_used > 0) {
             from_fresh = cc_fresh_count(cls, want - got - from_returned);
@@ -166,13 +177,24 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, void **f
             break; /* got > 0: a whole line would overshoot `want` */
         if (span->objects_in_use == 0)
             bucket->empty_spans--; /* the spare is in use again */
-        for (uint32_t i = 0; i < from_returned; i++) {
-            void *obj = span->free_objects;
-            span->free_objects = fl_next(obj);
-            cc_chain_append(&head, &tail, obj);
+        if (from_returned > 0) {
+            cc_piece *piece = &pieces[n_pieces++];
+            *piece = (cc_piece){span->free_objects, NULL, NULL, from_returned, 0};
+            if (from_returned == returned) {
+                span->free_objects = NULL;
+            } else {
+                void *cut = span->free_objects;
+                for (uint32_t i = 1; i < from_returned; i++)
+                    cut = fl_next(cut);
+                span->free_objects = fl_next(cut);
+                piece->last = cut;
+            }
         }
-        for (uint32_t i = 0; i < from_fresh; i++)
-            cc_chain_append(&head, &tail, span_start(span) + (size_t)span->carved++ * span->object_size);
+        if (from_fresh > 0) {
+            pieces[n_pieces++] = (cc_piece){NULL, NULL, span_start(span) + (size_t)span->carved * span->object_size,
+                                            from_fresh, span->object_size};
+            span->carved = (uint16_t)(span->carved + from_fresh);
+        }
         span->free_count -= from_returned + from_fresh;
         span->objects_in_use += from_returned + from_fresh; /* the references the page cache must wait for */
         got += from_returned + from_fresh;
@@ -182,9 +204,42 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, void **f
         }
     }
     bucket->free_objects -= got;
+    *piece_count = n_pieces;
+    return got;
+}
+
+/* Links what cc_take cut into one NULL-terminated chain first..last; no
+ * lock held. A whole list of returned objects is walked here to its end,
+ * its links already in place; never-used slots get theirs written. */
+static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **first, void **last) {
+    void *head = NULL, *tail = NULL;
+    for (uint32_t p = 0; p < n_pieces; p++) {
+        const cc_piece *piece = &pieces[p];
+        void *piece_first, *piece_last;
+        if (piece->fresh != NULL) {
+            piece_first = piece->fresh;
+            piece_last = piece->fresh + (size_t)(piece->count - 1) * piece->object_size;
+            for (char *slot = piece->fresh; slot != piece_last; slot += piece->object_size)
+                fl_set_next(slot, slot + piece->object_size);
+        } else {
+            piece_first = piece->first;
+            piece_last = piece->last;
+            if (piece_last == NULL) {
+                piece_last = piece_first;
+                for (uint32_t i = 1; i < piece->count; i++)
+                    piece_last = fl_next(piece_last);
+            }
+        }
+        if (tail != NULL)
+            fl_set_next(tail, piece_first);
+        else
+            head = piece_first;
+        tail = piece_last;
+    }
+    if (tail != NULL)
+        fl_set_next(tail, NULL);
     *first = head;
     *last = tail;
-    return got;
 }
 
 /* Pops up to `want` objects off the transfer cache's top batch (splitting
@@ -259,10 +314,14 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
         cc_check_chain(cls, *first, got);
         return got;
     }
-    got = cc_take(bucket, cls, want, first, last);
+    cc_piece pieces[CC_TAKE_MAX_PIECES];
+    uint32_t n_pieces;
+    got = cc_take(bucket, cls, want, pieces, &n_pieces);
     hc_lock_release(&bucket->lock);
-    if (got > 0)
+    if (got > 0) {
+        cc_link_pieces(pieces, n_pieces, first, last);
         return got;
+    }
 
     /* No span of this class has a free object: take a new one from the page
      * cache with no bucket lock held, then hand out from it. */
@@ -276,8 +335,9 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     bucket->empty_spans++; /* until cc_take, just below, takes from it */
     bucket->free_objects += span->free_count;
     bucket->span_bytes += span_bytes(span);
-    got = cc_take(bucket, cls, want, first, last);
+    got = cc_take(bucket, cls, want, pieces, &n_pieces);
     hc_lock_release(&bucket->lock);
+    cc_link_pieces(pieces, n_pieces, first, last);
     return got;
 }
 
@@ -291,11 +351,11 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
  * batch comes back, and only if it has not been handed out first as an
  * object of the wrong class: a too-large class then overflows into the next
  * object (docs/design.md, section 6). A debug build (HC_DEBUG) catches both
- * mistakes at the call. The count is checked later, under the lock. */
+ * mistakes at the call. The caller checks that it is the start of an
+ * object; the count is checked later, under the lock. */
 static hc_span *cc_span_of_object(unsigned cls, void *obj) {
     hc_span *span = pc_span_of(obj);
-    if (HC_UNLIKELY(span == NULL || span->state != SPAN_SMALL || span->size_class != cls ||
-                    span_object_index(span, obj) < 0))
+    if (HC_UNLIKELY(span == NULL || span->state != SPAN_SMALL || span->size_class != cls))
         hc_fatal_pointer_why("free(): invalid pointer", obj, HC_CORRUPT_LIST_WHY);
     return span;
 }
@@ -323,6 +383,28 @@ static void cc_give_back_spans(hc_span *released) {
  * done first, without the lock. */
 #define CC_RETURN_CHUNK HC_MAX_BATCH
 
+/* A run of a chain's objects that belong to one span, in chain order: they
+ * are linked to each other already, so the run joins its span's list with
+ * one link written (its last object's) and one update of the span's counts.
+ * A batch cut off a thread's list is mostly a few such runs (a list is
+ * freed and refilled span by span), so the bucket lock is held per span,
+ * not per object. */
+typedef struct cc_run {
+    hc_span *span;
+    void *first;
+    void *last;
+    uint32_t count;
+    uint32_t highest_index; /* of its objects in the span: each must have been carved */
+} cc_run;
+
+/* Stops the program for `obj`, one of the objects of a chain coming home
+ * that its span says cannot be (`why`), the bucket lock held. */
+__attribute__((noreturn, cold)) static void cc_bad_return(cc_bucket *bucket, const char *what, void *obj,
+                                                         const char *why) {
+    hc_lock_release(&bucket->lock);
+    hc_fatal_pointer_why(what, obj, why);
+}
+
 /* Gives `n` objects, first.., back to their spans, at most `keep_empty`
  * empty spans staying in the bucket; the others go back to the page cache
  * once the lock is dropped. */
@@ -331,45 +413,59 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_span released; /* spans whose count dropped to zero, for the page cache */
     span_list_init(&released);
-    void *objs[CC_RETURN_CHUNK];
-    hc_span *spans[CC_RETURN_CHUNK];
+    cc_run runs[CC_RETURN_CHUNK];
     void *obj = first;
     while (n > 0) {
-        uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
+        /* Lookups and grouping first, with no lock held. */
+        uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK, n_runs = 0;
         for (uint32_t i = 0; i < chunk; i++) {
-            objs[i] = obj;
-            spans[i] = cc_span_of_object(cls, obj);
+            /* An object of the run's span needs no page-map lookup: the
+             * span's class and state were checked for its first object. */
+            cc_run *run = n_runs > 0 ? &runs[n_runs - 1] : NULL;
+            hc_span *span = run != NULL && span_covers(run->span, span_page_of(obj)) ? run->span
+                                                                                     : cc_span_of_object(cls, obj);
+            long signed_index = span_object_index(span, obj);
+            if (HC_UNLIKELY(signed_index < 0))
+                hc_fatal_pointer_why("free(): invalid pointer", obj, HC_CORRUPT_LIST_WHY);
+            uint32_t index = (uint32_t)signed_index;
+            if (run != NULL && run->span == span) {
+                if (HC_UNLIKELY(run->last == obj)) /* linked to itself: freed twice in a row */
+                    hc_fatal_pointer_why("free(): double free detected of", obj, HC_CORRUPT_LIST_WHY);
+                run->last = obj;
+                run->count++;
+                if (index > run->highest_index)
+                    run->highest_index = index;
+            } else {
+                runs[n_runs++] = (cc_run){span, obj, obj, 1, index};
+            }
             /* The last object's link need not be NULL: never follow it. */
             obj = i + 1 < n ? fl_next(obj) : NULL;
         }
         n -= chunk;
         hc_lock_acquire(&bucket->lock);
-        for (uint32_t i = 0; i < chunk; i++) {
-            hc_span *span = spans[i];
-            if (HC_UNLIKELY(span->objects_in_use == 0)) {
-                hc_lock_release(&bucket->lock);
-                hc_fatal_pointer_why("free(): invalid pointer", objs[i], HC_CORRUPT_LIST_WHY); /* already home */
-            }
-            if (HC_UNLIKELY(span_object_index(span, objs[i]) >= span->carved)) {
-                hc_lock_release(&bucket->lock);
-                hc_fatal_pointer_why("free(): invalid pointer", objs[i],
-                                     "a slot of its span that was never handed out");
-            }
+        for (uint32_t r = 0; r < n_runs; r++) {
+            cc_run *run = &runs[r];
+            hc_span *span = run->span;
+            if (HC_UNLIKELY(span->objects_in_use < run->count)) /* more than it handed out: already home */
+                cc_bad_return(bucket, "free(): invalid pointer", run->first, HC_CORRUPT_LIST_WHY);
+            if (HC_UNLIKELY(run->highest_index >= span->carved))
+                cc_bad_return(bucket, "free(): invalid pointer", run->first,
+                              "a slot of its span that was never handed out");
             /* The cheap half of "already home": the last object to come
-             * back to this span is this one (a double free whose two copies
-             * travelled together). A full check needs a bit per object. */
-            if (HC_UNLIKELY(span->free_objects == objs[i])) {
-                hc_lock_release(&bucket->lock);
-                hc_fatal_pointer_why("free(): double free detected of", objs[i], HC_CORRUPT_LIST_WHY);
-            }
-            fl_set_next(objs[i], span->free_objects);
-            span->free_objects = objs[i];
-            span->free_count++;
-            bucket->free_objects++;
+             * back to this span is the first of this run (a double free
+             * whose two copies travelled together). A full check needs a
+             * bit per object. */
+            if (HC_UNLIKELY(span->free_objects == run->first))
+                cc_bad_return(bucket, "free(): double free detected of", run->first, HC_CORRUPT_LIST_WHY);
+            fl_set_next(run->last, span->free_objects);
+            span->free_objects = run->first;
+            span->free_count += run->count;
+            bucket->free_objects += run->count;
             if (!span->in_bucket_list) {
                 span_list_push(&bucket->spans, span);
                 span->in_bucket_list = 1;
             }
+            span->objects_in_use -= run->count - 1; /* the run's others: its last one just below */
             if (--span->objects_in_use > 0)
                 continue;
             /* Every object is back. The class keeps a spare at the back of its

@@ -399,6 +399,100 @@ TEST(SpanRefcountDeathTest, AnObjectReturnedToTheWrongClassAborts) {
     Return(cls, objs[1]);
 }
 
+// A chain that goes to the spans joins them run by run (the objects of one
+// span that sit next to each other in the chain, already linked): a chain
+// that alternates between two spans, each object's neighbours in another
+// span, or in the same one, loses nothing, counts each span right, and
+// comes back out whole.
+TEST(SpanRuns, AChainMixingSpansGoesHomeRunByRunAndComesBackWhole) {
+    const unsigned cls = sc_index(240);
+    std::vector<void *> objs = Fetch(cls, 2 * (uint32_t)(sc_span_pages(cls) * HC_PAGE_SIZE / sc_size(cls)));
+    std::vector<void *> a, b;
+    for (void *p : objs) (pc_span_of(p) == pc_span_of(objs.front()) ? a : b).push_back(p);
+    ASSERT_GE(a.size(), 6u);
+    ASSERT_GE(b.size(), 6u);
+    hc_span *span_a = pc_span_of(a[0]), *span_b = pc_span_of(b[0]);
+    const uint32_t in_use_a = span_a->objects_in_use, in_use_b = span_b->objects_in_use;
+    // a0 a1 b0 a2 b1 b2 b3 a3 a4 a5 b4 b5: runs of 2, 1, 1, 3, 3, 2.
+    std::vector<void *> chain = {a[0], a[1], b[0], a[2], b[1], b[2], b[3], a[3], a[4], a[5], b[4], b[5]};
+    ASSERT_LT(chain.size(), sc_batch(cls)) << "shorter than a batch: straight to the spans";
+    const cc_bucket_census before = Bucket(cls);
+    ReturnChain(cls, chain);
+    EXPECT_EQ(Bucket(cls).span_free_objects, before.span_free_objects + chain.size());
+    EXPECT_EQ(span_a->objects_in_use, in_use_a - 6);
+    EXPECT_EQ(span_b->objects_in_use, in_use_b - 6);
+    // Fetched back in pieces (part of a span's list, then the rest of it
+    // whole): each object once, and no other.
+    std::set<void *> back;
+    for (uint32_t want : {4u, 2u, 6u}) {
+        std::vector<void *> got = FetchChain(cls, want);
+        for (void *p : got) EXPECT_TRUE(back.insert(p).second) << p << " handed out twice";
+        if (back.size() >= chain.size()) break;
+    }
+    EXPECT_EQ(back, std::set<void *>(chain.begin(), chain.end()));
+    EXPECT_EQ(span_a->objects_in_use, in_use_a);
+    EXPECT_EQ(span_b->objects_in_use, in_use_b);
+    ReturnChain(cls, objs);
+    cc_release_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u) << "every object home: both spans went back";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// A refill that empties a span's list of returned objects takes the list by
+// its head and finds its end after the lock: a list of a whole span's
+// objects, then never-used slots of a new span, come out as one chain that
+// ends in NULL, every object in it once.
+TEST(SpanRuns, ARefillOfWholeListsAndNeverUsedSlotsIsOneChain) {
+    const unsigned cls = sc_index(208);
+    const uint32_t batch = sc_batch(cls);
+    std::vector<void *> held = Fetch(cls, batch / 2);
+    std::vector<void *> few(held.begin(), held.begin() + 3);
+    ReturnChain(cls, few);  // the span's whole returned list: 3 objects
+    std::vector<void *> got = FetchChain(cls, batch);
+    ASSERT_GE(got.size(), 3u);
+    EXPECT_EQ(std::vector<void *>(got.begin(), got.begin() + 3), few) << "the returned ones first, in their order";
+    EXPECT_EQ(std::set<void *>(got.begin(), got.end()).size(), got.size());
+    for (void *p : got) EXPECT_EQ(pm_class_of(p), cls);
+    std::vector<void *> rest(held.begin() + 3, held.end());
+    ReturnChain(cls, got);
+    ReturnChain(cls, rest);
+    cc_release_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+}
+
+// An object linked to itself (freed twice in a row, the fast path not
+// looking) stops the program when its chain goes home, not a span that
+// counts it twice.
+TEST(SpanRunsDeathTest, AnObjectLinkedToItselfAborts) {
+    const unsigned cls = sc_index(224);
+    std::vector<void *> objs = Fetch(cls, 3);
+    EXPECT_DEATH(
+        {
+            *static_cast<void **>(objs[0]) = objs[1];
+            *static_cast<void **>(objs[1]) = objs[1];
+            cc_return(cls, objs[0], objs[1], 3);
+        },
+        "hcmalloc: free\\(\\): double free detected of 0x");
+    ReturnChain(cls, objs);
+}
+
+// A slot never handed out, behind a real object of its span in a chain
+// (the run checks its highest index, not its first), stops the program.
+TEST(SpanRunsDeathTest, ANeverUsedSlotLaterInARunAborts) {
+    const unsigned cls = sc_index(224);
+    std::vector<void *> objs = Fetch(cls, 2);  // two out: the count allows a run of two
+    hc_span *span = pc_span_of(objs[0]);
+    ASSERT_LT(span->carved, span->object_count);
+    void *never_used = span_start(span) + (size_t)(span->object_count - 1) * span->object_size;
+    EXPECT_DEATH(
+        {
+            *static_cast<void **>(objs[0]) = never_used;
+            cc_return(cls, objs[0], never_used, 2);
+        },
+        "hcmalloc: free\\(\\): invalid pointer 0x.*never handed out");
+    ReturnChain(cls, objs);
+}
+
 std::atomic<int> held_lock_seen{0};
 void CountHeldBucketLocks(size_t) { held_lock_seen += hc_test::HeldBucketLocks(); }
 
