@@ -397,6 +397,48 @@ typedef struct cc_run {
     uint32_t highest_index; /* of its objects in the span: each must have been carved */
 } cc_run;
 
+/* Cuts the next `chunk` objects of a chain, from *cursor on, into runs
+ * (at most one per object), checking each object as it goes, with no lock
+ * held; *cursor moves past them (the chunk's last link is followed only if
+ * `more` objects come after it: a chain's last link need not be NULL). An
+ * object inside the current run's span needs no page-map lookup (the span's
+ * class and state were checked for the run's first): a range test and an
+ * index computed from locals. */
+static uint32_t cc_group_runs(unsigned cls, void **cursor, uint32_t chunk, int more, cc_run *runs) {
+    void *obj = *cursor;
+    uint32_t n_runs = 0;
+    uintptr_t start = 0, bytes = 0; /* the run's span: its objects' bytes [start, start + bytes) */
+    uint64_t size = 0, reciprocal = 0;
+    cc_run *run = NULL;
+    for (uint32_t i = 0; i < chunk; i++) {
+        uintptr_t offset = (uintptr_t)obj - start;
+        if (offset >= bytes) { /* another span (or none yet): look it up */
+            hc_span *span = cc_span_of_object(cls, obj);
+            start = (uintptr_t)span_start(span);
+            size = span->object_size;
+            reciprocal = span->size_reciprocal;
+            bytes = (uintptr_t)span->object_count * size;
+            offset = (uintptr_t)obj - start; /* in the span's tail: an index >= carved, caught below */
+            run = &runs[n_runs++];
+            *run = (cc_run){span, obj, obj, 0, 0};
+        } else if (HC_UNLIKELY(run->last == obj)) { /* linked to itself: freed twice in a row */
+            hc_fatal_pointer_why("free(): double free detected of", obj, HC_CORRUPT_LIST_WHY);
+        }
+        /* span_object_index's multiply; its bound is the run's, tested
+         * against `carved` under the lock. */
+        uint32_t index = (uint32_t)(((uint64_t)offset * reciprocal) >> 32);
+        if (HC_UNLIKELY(index * size != offset))
+            hc_fatal_pointer_why("free(): invalid pointer", obj, HC_CORRUPT_LIST_WHY);
+        run->last = obj;
+        run->count++;
+        if (index > run->highest_index)
+            run->highest_index = index;
+        obj = i + 1 < chunk || more ? fl_next(obj) : NULL;
+    }
+    *cursor = obj;
+    return n_runs;
+}
+
 /* Stops the program for `obj`, one of the objects of a chain coming home
  * that its span says cannot be (`why`), the bucket lock held. */
 __attribute__((noreturn, cold)) static void cc_bad_return(cc_bucket *bucket, const char *what, void *obj,
@@ -417,30 +459,8 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     void *obj = first;
     while (n > 0) {
         /* Lookups and grouping first, with no lock held. */
-        uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK, n_runs = 0;
-        for (uint32_t i = 0; i < chunk; i++) {
-            /* An object of the run's span needs no page-map lookup: the
-             * span's class and state were checked for its first object. */
-            cc_run *run = n_runs > 0 ? &runs[n_runs - 1] : NULL;
-            hc_span *span = run != NULL && span_covers(run->span, span_page_of(obj)) ? run->span
-                                                                                     : cc_span_of_object(cls, obj);
-            long signed_index = span_object_index(span, obj);
-            if (HC_UNLIKELY(signed_index < 0))
-                hc_fatal_pointer_why("free(): invalid pointer", obj, HC_CORRUPT_LIST_WHY);
-            uint32_t index = (uint32_t)signed_index;
-            if (run != NULL && run->span == span) {
-                if (HC_UNLIKELY(run->last == obj)) /* linked to itself: freed twice in a row */
-                    hc_fatal_pointer_why("free(): double free detected of", obj, HC_CORRUPT_LIST_WHY);
-                run->last = obj;
-                run->count++;
-                if (index > run->highest_index)
-                    run->highest_index = index;
-            } else {
-                runs[n_runs++] = (cc_run){span, obj, obj, 1, index};
-            }
-            /* The last object's link need not be NULL: never follow it. */
-            obj = i + 1 < n ? fl_next(obj) : NULL;
-        }
+        uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
+        uint32_t n_runs = cc_group_runs(cls, &obj, chunk, chunk < n, runs);
         n -= chunk;
         hc_lock_acquire(&bucket->lock);
         for (uint32_t r = 0; r < n_runs; r++) {
