@@ -44,6 +44,13 @@ static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
  * are in long_spans, a tree (below). */
 static hc_span free_lists[PC_MAX_LIST_PAGES + 1];
 static int free_lists_ready;
+/* Bit n (word n / 64): free_lists[n] is not empty. A carve finds the
+ * shortest list that fits with a count of trailing zeros, not a pass over
+ * up to PC_MAX_LIST_PAGES heads (that pass was about half of pc_alloc_span's
+ * instructions when a class carves one-page spans over and over, as the
+ * bench's hold does). check_locked checks every bit against its list. */
+#define PC_LIST_BIT_WORDS (PC_MAX_LIST_PAGES / 64 + 1)
+static uint64_t free_list_bits[PC_LIST_BIT_WORDS];
 static hc_span *long_spans; /* root of the treap of long free spans */
 
 static pc_census totals; /* every field but largest_free_pages, kept current */
@@ -173,6 +180,7 @@ static void free_span_insert(hc_span *s) {
     } else {
         hc_span *head = &free_lists[s->page_count];
         span_list_push(s->backed_pages > 0 ? head : head->prev, s); /* head->prev: after the last */
+        free_list_bits[s->page_count / 64] |= (uint64_t)1 << (s->page_count % 64);
     }
     totals.free_pages += s->page_count;
     totals.free_spans++;
@@ -182,8 +190,12 @@ static void free_span_insert(hc_span *s) {
 static void free_span_remove(hc_span *s) {
     if (is_long(s->page_count))
         tree_remove(s);
-    else
+    else {
+        size_t n = s->page_count; /* read first: the removal clears the links only */
         span_list_remove(s);
+        if (span_list_empty(&free_lists[n]))
+            free_list_bits[n / 64] &= ~((uint64_t)1 << (n % 64));
+    }
     totals.free_pages -= s->page_count;
     totals.free_spans--;
     totals.released_pages -= s->page_count - s->backed_pages;
@@ -241,9 +253,14 @@ static void free_span_merge_insert(hc_span *s) {
  * lists, then the shortest fit among the long spans (lowest address on a tie,
  * which keeps the heap compact). NULL if nothing is long enough. */
 static hc_span *free_span_find(size_t pages) {
-    for (size_t n = pages; n <= PC_MAX_LIST_PAGES; n++)
-        if (!span_list_empty(&free_lists[n]))
-            return free_lists[n].next;
+    if (!is_long(pages))
+        for (size_t word = pages / 64; word < PC_LIST_BIT_WORDS; word++) {
+            uint64_t bits = free_list_bits[word];
+            if (word == pages / 64)
+                bits &= ~(uint64_t)0 << (pages % 64); /* lists shorter than `pages` do not fit */
+            if (bits != 0)
+                return free_lists[word * 64 + (size_t)__builtin_ctzll(bits)].next;
+        }
     return tree_best_fit(pages);
 }
 
@@ -717,6 +734,8 @@ static const char *check_tree(const hc_span *t, const hc_span *lo, const hc_span
 static const char *check_locked(void) {
     free_tally tally = {0, 0, 0};
     for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++) {
+        if ((int)((free_list_bits[n / 64] >> (n % 64)) & 1) == span_list_empty(&free_lists[n]))
+            return "a free list's bit says the opposite of its list";
         int seen_released = 0;
         for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next) {
             if (s->page_count != n) return "a span is on the list of another length";
