@@ -28,6 +28,7 @@ static unsigned trace_last_bucket;
 static const char *const event_names[HC_TRACE_EVENTS] = {
     "tc_alloc_hit", "tc_free_hit", "tc_refill", "tc_overflow", "cc_fetch", "cc_return",
     "span_carve", "span_return", "pc_split", "pc_merge", "pc_grow", "pc_release",
+    "lock_taken", "lock_waited",
 };
 
 static uint64_t now_ns(void) {

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/lock.h"
 #include "common/size_class.h"
 
 #ifndef HC_TRACE_ENABLED
@@ -49,6 +50,8 @@ typedef enum hc_trace_event {
     HC_TRACE_PC_MERGE,   /* page cache: a freed span joined a free neighbour */
     HC_TRACE_PC_GROW,    /* page cache: a new region mapped from the OS */
     HC_TRACE_PC_RELEASE, /* page cache: a free span's pages given back to the OS */
+    HC_TRACE_LOCK_TAKEN, /* a shared lock taken: a central bucket's (its class), the page cache's (0) */
+    HC_TRACE_LOCK_WAITED,/* ... and found held by another thread first (a contended acquisition) */
     HC_TRACE_EVENTS
 } hc_trace_event;
 
@@ -80,11 +83,31 @@ int hc_trace_write(int fd);
             hc_trace_flush_hits((event), (cls));                                         \
     } while (0)
 
+/* Counts an acquisition of a shared lock of the allocator's (`cls`: a
+ * bucket's class, 0 for the page cache's), and whether another thread held
+ * it: a try, let go at once, before the ordinary acquisition, so that the
+ * lock's own bookkeeping (the watchdog, the fork owner) stays as it is. The
+ * try costs the traced build an extra atomic; the counts are what it is for
+ * (tools/scaling_counts.sh), not its time. */
+HC_INLINE void hc_trace_lock_count(hc_lock *lock, unsigned cls) {
+    if (hc_lock_fork_owner)
+        return; /* every lock is this thread's already (fork) */
+    int busy = pthread_mutex_trylock(&lock->mutex) != 0;
+    if (!busy)
+        pthread_mutex_unlock(&lock->mutex);
+    hc_trace_add(HC_TRACE_LOCK_TAKEN, cls, 1);
+    if (busy)
+        hc_trace_add(HC_TRACE_LOCK_WAITED, cls, 1);
+}
+#define HC_TRACE_LOCK_ACQUIRE(lock, cls) (hc_trace_lock_count((lock), (cls)), hc_lock_acquire(lock))
+
 #else
 
 #define HC_TRACE_N(event, cls, n) ((void)0)
 #define HC_TRACE(event, cls) ((void)0)
 #define HC_TRACE_HIT(event, cls, hit) ((void)0)
+/* The lock's own acquisition, its watchdog naming the caller's expression. */
+#define HC_TRACE_LOCK_ACQUIRE(lock, cls) hc_lock_acquire(lock)
 
 #endif /* HC_TRACE_ENABLED */
 

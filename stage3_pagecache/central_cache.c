@@ -305,7 +305,7 @@ static void cc_note_carve(size_t pages) {
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
-    hc_lock_acquire(&bucket->lock);
+    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
     uint32_t got = cc_transfer_pop(bucket, want, first, last);
     if (got > 0) {
@@ -329,7 +329,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     hc_span *span = cc_carve_new_span(cls);
     if (span == NULL)
         return 0; /* errno = ENOMEM from the page cache */
-    hc_lock_acquire(&bucket->lock);
+    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     span_list_push(&bucket->spans, span);
     span->in_bucket_list = 1;
     bucket->empty_spans++; /* until cc_take, just below, takes from it */
@@ -462,7 +462,7 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
         uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
         uint32_t n_runs = cc_group_runs(cls, &obj, chunk, chunk < n, runs);
         n -= chunk;
-        hc_lock_acquire(&bucket->lock);
+        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
         for (uint32_t r = 0; r < n_runs; r++) {
             cc_run *run = &runs[r];
             hc_span *span = run->span;
@@ -511,7 +511,7 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
 static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t n) {
     if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity)
         return 0;
-    hc_lock_acquire(&bucket->lock);
+    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     int pushed = bucket->batch_count < bucket->batch_capacity;
     if (pushed) {
         bucket->batches[bucket->batch_count] = (cc_batch){first, last, n};
@@ -577,7 +577,7 @@ static void cc_release_bucket(unsigned cls, cc_bucket *bucket) {
 void cc_release_cached(void) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
-        hc_lock_acquire(&bucket->lock);
+        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
         cc_release_bucket(cls, bucket);
     }
 }
@@ -591,7 +591,7 @@ void cc_release_cached(void) {
 static void cc_sweep_idle(void) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
-        hc_lock_acquire(&bucket->lock);
+        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
         int idle = !bucket->fetched && (bucket->batch_count > 0 || bucket->empty_spans > 0);
         bucket->fetched = 0;
         if (idle)
@@ -603,7 +603,7 @@ static void cc_sweep_idle(void) {
 
 void cc_get_bucket_census(unsigned cls, cc_bucket_census *out) {
     cc_bucket *bucket = cc_bucket_of(cls);
-    hc_lock_acquire(&bucket->lock);
+    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     out->batches = bucket->batch_count;
     out->transfer_objects = bucket->transfer_objects;
     out->span_free_objects = bucket->free_objects;
@@ -619,7 +619,7 @@ void cc_collect_stats(hc_stats *out) {
     size_t central = 0, spans = 0;
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
-        hc_lock_acquire(&bucket->lock);
+        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
         /* Objects in the transfer cache are free central objects too; they
          * are counted out of their spans, like those in thread caches. */
         central += (bucket->free_objects + bucket->transfer_objects) * sc_size(cls);

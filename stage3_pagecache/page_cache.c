@@ -390,7 +390,7 @@ size_t pc_release_free_pages_locked(size_t want) {
 size_t pc_backed_free_pages_locked(void) { return backed_free_pages(); }
 
 size_t pc_release_free_pages(size_t want) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     size_t released = pc_release_free_pages_locked(want);
     pc_policy_after_call();
@@ -399,14 +399,14 @@ size_t pc_release_free_pages(size_t want) {
 }
 
 size_t pc_release_calls(void) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     size_t calls = release_calls;
     hc_lock_release(&pc_lock);
     return calls;
 }
 
 void pc_lock_all(void) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     hc_lock_acquire(&span_pool.lock);
 }
 
@@ -455,7 +455,7 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
 static hc_span *direct_map(size_t pages, size_t alignment) {
     if (alignment < HC_PAGE_SIZE)
         alignment = HC_PAGE_SIZE;
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     pc_policy_before_call(); /* a program of huge blocks alone has slow paths too */
     /* Asked and mapped under the lock, so that two threads cannot both
@@ -493,7 +493,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     }
     if (wants_direct_map(pages, size_class))
         return direct_map(pages, HC_PAGE_SIZE);
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     pc_policy_before_call();
     hc_span *s = free_span_find(pages);
@@ -557,7 +557,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     }
     if (wants_direct_map(pages, 0))
         return direct_map(pages, align_pages << HC_PAGE_SHIFT);
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     pc_policy_before_call();
     uintptr_t at;
@@ -585,7 +585,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
 
 void pc_free_span(hc_span *s) {
     HC_TRACE(HC_TRACE_SPAN_RETURN, s->size_class);
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     pc_policy_before_call();
     if (s->state == SPAN_SMALL) {
         totals.small_pages -= s->page_count;
@@ -622,7 +622,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
         return -1;
     size_t extra = pages - s->page_count;
     int grown = 0;
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     pc_policy_before_call();
     hc_span *next = free_span_starting_at(span_end_page(s));
@@ -646,7 +646,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
 int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     size_t cut = s->page_count - pages;
     uintptr_t tail_page = s->start_page + pages;
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     pc_policy_before_call();
     if (s->direct) {
@@ -688,7 +688,7 @@ static size_t largest_free_locked(void) {
 }
 
 void pc_get_census(pc_census *out) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     *out = totals;
     out->largest_free_pages = largest_free_locked();
@@ -757,7 +757,7 @@ static const char *check_locked(void) {
 }
 
 const char *pc_check(void) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();
     const char *broken = check_locked();
     hc_lock_release(&pc_lock);
@@ -765,7 +765,7 @@ const char *pc_check(void) {
 }
 
 void pc_collect_stats(hc_stats *out) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     out->page_cache_free_bytes += (totals.free_pages - totals.released_pages) << HC_PAGE_SHIFT;
     out->released_bytes += totals.released_pages << HC_PAGE_SHIFT;
     out->bytes_in_use += (totals.large_pages + totals.direct_pages) << HC_PAGE_SHIFT;
@@ -779,7 +779,7 @@ void pc_collect_stats(hc_stats *out) {
  * the walk jumps to its end, so entries inside a free span (maybe stale)
  * are never read. An entry counts only if its record starts at that page. */
 void pc_visit_spans(pc_span_visitor visit, void *arg) {
-    hc_lock_acquire(&pc_lock);
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
         pm_leaf *leaf = pm_leaf_of(page);
         if (leaf == NULL) {

@@ -4,9 +4,11 @@
 // page cache's events show up where a known sequence must cause them.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -14,6 +16,7 @@ extern "C" {
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
 #include "common/trace.h"
+#include "stage2_centralcache/central_cache.h"
 }
 
 #include "tests/test_util.h"
@@ -110,6 +113,30 @@ TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
     // The time buckets hold every count, once.
     EXPECT_GE(t.buckets, 1u);
     EXPECT_EQ(t.bucket_sums, t.totals);
+}
+
+// The lock counts (tools/scaling_counts.sh's table): a thread that finds a
+// bucket lock held counts one wait, and every fetch and return of a batch
+// took its class's lock at least once.
+TEST(Trace, ABucketLockFoundHeldCountsAWait) {
+    const unsigned cls = sc_index(2600);  // no other test here uses it
+    const Trace before = Write();
+    hc_lock_acquire(cc_bucket_lock(cls));
+    std::thread other([] {
+        void *p = hc_malloc(2600);  // a refill: the bucket lock, held
+        hc_free(p);
+        hc_thread_flush();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    hc_lock_release(cc_bucket_lock(cls));
+    other.join();
+    const Trace t = Write();
+    EXPECT_EQ(t.events[HC_TRACE_LOCK_TAKEN], "lock_taken");
+    EXPECT_EQ(t.Total(HC_TRACE_LOCK_WAITED, cls) - before.Total(HC_TRACE_LOCK_WAITED, cls), 1u);
+    EXPECT_GE(t.Total(HC_TRACE_LOCK_TAKEN, cls) - before.Total(HC_TRACE_LOCK_TAKEN, cls),
+              t.Total(HC_TRACE_CC_FETCH, cls) + t.Total(HC_TRACE_CC_RETURN, cls) -
+                  before.Total(HC_TRACE_CC_FETCH, cls) - before.Total(HC_TRACE_CC_RETURN, cls));
+    EXPECT_GE(t.Total(HC_TRACE_LOCK_TAKEN, 0), 1u) << "the page cache's lock, for the class's span";
 }
 
 }  // namespace
