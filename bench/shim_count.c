@@ -16,7 +16,6 @@
  * stderr at exit: `count_ops=N count_cross_frees=N`.
  * May touch: malloc / free, its own table and counters. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,15 +109,9 @@ void *bench_realloc(void *ptr, size_t size) {
 
 int bench_has_realloc(void) { return 1; }
 
-const char *bench_allocator_name(void) {
-    Dl_info info;
-    void *(*resolved)(size_t) = malloc;
-    void *address;
-    memcpy(&address, &resolved, sizeof address); /* ISO C has no function-to-object cast */
-    if (dladdr(address, &info) != 0 && info.dli_fname != NULL)
-        return info.dli_fname;
-    return "malloc";
-}
+/* Never asked: bench.py, which checks a preload by this name, does not run
+ * the counting driver. */
+const char *bench_allocator_name(void) { return "malloc, counted"; }
 
 int bench_allocator_stats(hc_stats *out) {
     (void)out;
