@@ -65,6 +65,32 @@ void *os_map(size_t bytes) {
     return p;
 }
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older headers lack the name */
+#endif
+
+void *os_map_at(void *addr, size_t bytes) {
+    void (*observer)(size_t) = atomic_load_explicit(&os_map_observer, memory_order_acquire);
+    if (observer != NULL)
+        observer(bytes);
+    if (os_injected_failure()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = mmap(addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (p != addr) { /* a kernel older than the flag took it as a hint */
+        munmap(p, bytes);
+        errno = ENOMEM;
+        return NULL;
+    }
+    atomic_fetch_add(&os_mapped, bytes);
+    return p;
+}
+
 void *os_map_aligned(size_t bytes, size_t alignment) {
     if (alignment <= os_page_size())
         return os_map(bytes);

@@ -17,6 +17,12 @@ void *os_map(size_t bytes);
  * least the OS page): maps extra and trims both ends. */
 void *os_map_aligned(size_t bytes, size_t alignment);
 
+/* Like os_map, but exactly at `addr` (page-aligned) or not at all: NULL
+ * when anything is mapped there already (the kernel's MAP_FIXED_NOREPLACE;
+ * a kernel that ignores the flag and maps elsewhere is undone). For the
+ * page cache, which grows a free span into the pages next to it. */
+void *os_map_at(void *addr, size_t bytes);
+
 /* Unmaps what os_map returned (or any page-aligned part of it). Neither this
  * nor os_release changes errno: free calls them. */
 void os_unmap(void *addr, size_t bytes);

@@ -297,6 +297,68 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
 
 /* Maps a region of at least `pages` pages, adds it to the lists, and returns 0,
  * or -1 with errno = ENOMEM. */
+/* Makes the new mapping `region` of `pages` pages a free span of the heap,
+ * merged with any free neighbour; 0, or -1 (errno = ENOMEM, the mapping
+ * undone) when its record or page-map leaves could not be had. */
+static int heap_add_region(char *region, size_t pages) {
+    track_internal_end(region, pages << HC_PAGE_SHIFT); /* no block in it is handed out yet */
+    uintptr_t first = span_page_of(region);
+    hc_span *s = span_new(first, pages);
+    if (s != NULL)
+        s->backed_pages = pages; /* untouched, but not released: counted as backed */
+    if (s == NULL || pm_ensure(first, pages) != 0) {
+        if (s) span_dead(s);
+        os_unmap(region, pages << HC_PAGE_SHIFT);
+        errno = ENOMEM;
+        return -1;
+    }
+    HC_TRACE(HC_TRACE_PC_GROW, 0);
+    totals.heap_pages += pages;
+    totals.regions++;
+    free_span_merge_insert(s); /* the kernel may have put it next to another region */
+    return 0;
+}
+
+/* The longest free span, or NULL. */
+static hc_span *free_span_longest(void) {
+    hc_span *t = long_spans;
+    if (t != NULL) {
+        while (t->right != NULL) t = t->right;
+        return t;
+    }
+    for (size_t word = PC_LIST_BIT_WORDS; word-- > 0;)
+        if (free_list_bits[word] != 0)
+            return free_lists[word * 64 + 63 - (size_t)__builtin_clzll(free_list_bits[word])].next;
+    return NULL;
+}
+
+/* A request of `pages` pages that no free span holds: rather than a new
+ * region beside free pages that cannot serve it (and stay resident: a
+ * program of large blocks freed and asked for again in other sizes then
+ * holds several times its live memory), map only what the longest free
+ * span lacks, right after it or right before it, and let the two merge.
+ * 0 when the span now holds the request; -1 when the addresses next to it
+ * are taken (or a limit refuses), and the heap grows as usual. */
+static int heap_extend(size_t pages) {
+    hc_span *longest = free_span_longest();
+    /* Worth a mapping of its own only if the span is a fair part of the
+     * request (a quarter): many small gaps would each cost a system call. */
+    if (longest == NULL || longest->page_count >= pages || longest->page_count * 4 < pages)
+        return -1;
+    size_t lack = pages - longest->page_count, bytes = lack << HC_PAGE_SHIFT;
+    if (!pc_policy_may_grow(lack, 0))
+        return -1;
+    int saved_errno = errno; /* a refusal here is no failure of the call */
+    char *start = span_start(longest);
+    char *region = os_map_at(start + span_bytes(longest), bytes);
+    if (region == NULL && (uintptr_t)start > bytes)
+        region = os_map_at(start - bytes, bytes);
+    errno = saved_errno;
+    if (region == NULL)
+        return -1;
+    return heap_add_region(region, lack);
+}
+
 static int heap_grow(size_t pages) {
     size_t grow = totals.heap_pages / 4;
     if (grow < PC_MIN_GROW_PAGES) grow = PC_MIN_GROW_PAGES;
@@ -320,22 +382,7 @@ static int heap_grow(size_t pages) {
     }
     if (region == NULL)
         return -1;
-    track_internal_end(region, grow << HC_PAGE_SHIFT); /* no block in it is handed out yet */
-    uintptr_t first = span_page_of(region);
-    hc_span *s = span_new(first, grow);
-    if (s != NULL)
-        s->backed_pages = grow; /* untouched, but not released: counted as backed */
-    if (s == NULL || pm_ensure(first, grow) != 0) {
-        if (s) span_dead(s);
-        os_unmap(region, grow << HC_PAGE_SHIFT);
-        errno = ENOMEM;
-        return -1;
-    }
-    HC_TRACE(HC_TRACE_PC_GROW, 0);
-    totals.heap_pages += grow;
-    totals.regions++;
-    free_span_merge_insert(s); /* the kernel may have put it next to another region */
-    return 0;
+    return heap_add_region(region, grow);
 }
 
 /* ---- Giving pages back to the OS: the mechanism -----------------------------------
@@ -498,11 +545,11 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     pc_policy_before_call();
     hc_span *s = free_span_find(pages);
     if (s == NULL) {
-        if (heap_grow(pages) != 0) {
+        if (heap_extend(pages) != 0 && heap_grow(pages) != 0) {
             hc_lock_release(&pc_lock);
             return NULL;
         }
-        s = free_span_find(pages); /* cannot fail: the new region is long enough */
+        s = free_span_find(pages); /* cannot fail: the longest span, or the new region, is long enough */
     }
     free_span_remove(s);
     s = free_span_carve(s, s->start_page, pages);

@@ -4,6 +4,7 @@
 // Every test gives back all it takes, so the page cache is fully merged
 // (one free span per region) between tests, and pc_check() must pass.
 #include <errno.h>
+#include <sys/mman.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +23,55 @@ extern "C" {
 namespace {
 
 size_t InUsePages(const pc_census &c) { return c.small_pages + c.large_pages; }
+
+// The longest free span of the heap, as a view (state SPAN_FREE).
+pc_span_view LongestFreeSpan() {
+    pc_span_view best{};
+    pc_visit_spans(
+        [](void *arg, const pc_span_view *v) {
+            auto *b = static_cast<pc_span_view *>(arg);
+            if (v->state == SPAN_FREE && v->page_count > b->page_count) *b = *v;
+        },
+        &best);
+    return best;
+}
+
+// A request longer than every free span, when the longest one has unmapped
+// pages beside it: the heap grows by what that span lacks, right next to
+// it, and the two merge (a program of large blocks freed and asked for
+// again in other sizes reuses its resident pages instead of holding
+// several regions of them). The setting is made on purpose: a hole of
+// address space under a guard this test maps, a region placed in the hole
+// (the kernel maps top-down, at the highest gap that fits), freed, then
+// the guard taken away so that the pages after the region are free.
+// First in the file: the heap is still small, so the region is exactly
+// the request.
+TEST(PageCache, ARequestLongerThanEveryFreeSpanGrowsTheLongestIntoItsNeighbours) {
+    const size_t region_pages = 2048, hole = (size_t)64 << 20;  // 16 MiB in a 64 MiB hole
+    char *guard = static_cast<char *>(mmap(nullptr, 2 * hole, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(guard, MAP_FAILED);
+    munmap(guard, hole);  // the hole: [guard, guard + hole); the guard above it stays
+    hc_span *block = pc_alloc_span(region_pages, 0);
+    ASSERT_NE(block, nullptr);
+    const uintptr_t end = span_end_page(block) << HC_PAGE_SHIFT;
+    const bool in_hole = end > (uintptr_t)guard && end <= (uintptr_t)guard + hole;
+    pc_free_span(block);
+    munmap(guard + hole, hole);
+    if (!in_hole)
+        GTEST_SKIP() << "the kernel put the region elsewhere than the hole (a higher gap fitted)";
+    const pc_census before = Census();
+    const pc_span_view longest = LongestFreeSpan();
+    ASSERT_GE(longest.page_count, region_pages);
+    const size_t want = longest.page_count + 64;
+    hc_span *s = pc_alloc_span(want, 0);
+    ASSERT_NE(s, nullptr);
+    const pc_census after = Census();
+    EXPECT_EQ(after.heap_pages - before.heap_pages, 64u) << "only what the longest free span lacked was mapped";
+    EXPECT_TRUE(span_covers(s, longest.start_page)) << "the block lies over the old free span";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    pc_free_span(s);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
 
 TEST(PageCache, SplitThenMergeReturnsToOneSpan) {
     // Three spans carved from the front of one free span, in address order.
