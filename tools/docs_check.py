@@ -344,24 +344,35 @@ FIGURE_RULES = [
 ]
 # The fast path's instruction counts: a figure "N instructions a/per ... pair",
 # classified by the words just before it (the pair it names).
-PAIR_FIGURE = re.compile(r"\b(\d+) (?:callgrind )?instructions (?:a|per|for each) [^.;]{0,60}?\bpair")
+PAIR_FIGURE = re.compile(r"\b(\d+) (?:callgrind )?instructions (?:a|per|for each|for a) [^.;]{0,60}?\bpair")
 PAST = re.compile(r"\b(?:from|was|were|took|before|earlier|then|used to|had)\b[^.]{0,25}$")
 
 
-def pair_key(before):
-    """Which counted pair the words before a figure name (None: not one the tree asserts)."""
-    if "hardened" in before:
+def pair_key(text, stage_text=""):
+    """Which counted pair TEXT names (None: not one the tree asserts); the
+    stage, for the stages' own pairs, from TEXT or STAGE_TEXT."""
+    if "hardened" in text:
         return "dropin_hardened"
-    if "profiler" in before or "sampling" in before:
+    if "profiler" in text or "sampling" in text:
         return "dropin_profiler"
-    if "hc_free_sized" in before or "sized" in before or "hc_malloc" in before:
-        for stage in ("stage4", "stage 4", "stage3", "stage 3", "stage2", "stage 2"):
-            if stage in before:
-                return "sized_stage" + stage[-1]
-        return "sized_stage1"
-    if "drop-in" in before or "`free`" in before or "libhcmalloc" in before:
+    unsized = re.search(r"`hc_free`|hc_free\(p\)", text)
+    if unsized or "hc_free_sized" in text or "sized" in text or "hc_malloc" in text:
+        stage = re.search(r"stage[ _]?([1-4])", text) or re.search(r"stage[ _]?([1-4])", stage_text)
+        if unsized and not "hc_free_sized" in text:
+            return "unsized_stage" + (stage.group(1) if stage else "3")
+        return "sized_stage" + (stage.group(1) if stage else "1")
+    if "drop-in" in text or "`free`" in text or "libhcmalloc" in text:
         return "dropin_default"
     return None
+
+
+def classify_pair(before, phrase, after):
+    """The pair a figure counts: a build named just before it ("the hardened
+    build: 51 instructions ..."), else the pair its own words name, else
+    what follows it up to the next comma."""
+    if "hardened" in before or "profiler" in before:
+        return pair_key(before)
+    return pair_key(phrase, before) or pair_key(before + after)
 
 
 def dropin_limits(root):
@@ -381,9 +392,10 @@ def sized_counts(root):
     table = script[script.index("documented_count() {"):]
     table = table[:table.index("\n}")]
     out = {}
-    for stages, count in re.findall(r"\n\s*([\w|]+)\) echo (\d+)", table):
-        for stage in stages.split("|"):
-            out["sized_stage" + stage[len("stage")]] = count
+    for cases, count in re.findall(r"\n\s*([\w|/]+)\) echo (\d+)", table):
+        for case in cases.split("|"):
+            stage, mode = case.split("/")
+            out[mode + "_stage" + stage[len("stage")]] = count
     return out
 
 
@@ -471,16 +483,18 @@ def check_figures(root, files, figures_program):
             # The words just before, the pair's own, then what follows up to
             # the next comma: "the hardened build: 51 instructions per ... pair".
             after = re.split(r"[,;(.]", joined[m.end():m.end() + 60])[0]
-            key = pair_key(before + m.group(0) + after)
+            key = classify_pair(before, m.group(0), after)
             if key in figures and (LIST_CHECKED or not same(m.group(1), figures[key])):
                 report(index[m.start(1)], m.group(1), key, figures[key])
         # count_fastpath.sh's output and its commands' comments, in the chapter
         # of the stage they count (docs/stageN.md) or naming it.
         chapter = re.fullmatch(r"docs/stage(\d)\.md", doc)
-        for m in re.finditer(r"(?:count_fastpath\.sh stage(\d)\w*( 32)? +# [^=\n]*= |hc_malloc hc_free_sized: |"
+        for m in re.finditer(r"(?:count_fastpath\.sh stage(\d)\w*( 32(?: hc_free\b)?)? +# [^=\n]*= |"
+                             r"hc_malloc hc_free(?:_sized)?: |"
                              r"hc_free_sized` loop the same way: \d+ \+ \d+ = )(\d+) per pair", joined):
             stage = m.group(1) or (chapter.group(1) if chapter else None)
-            key = "sized_stage" + stage if stage else None
+            mode = "unsized" if re.search(r"hc_free(?!_sized)\b", m.group(0)) else "sized"
+            key = mode + "_stage" + stage if stage else None
             if key in figures and (LIST_CHECKED or not same(m.group(3), figures[key])):
                 report(index[m.start(3)], m.group(3), key, figures[key])
         for m in re.finditer(r"`([A-Z][A-Z0-9_]+)` (?:=|is|of) ([\d,]+)\b(?! ?[×x*%])", joined):

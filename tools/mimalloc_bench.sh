@@ -3,7 +3,7 @@
 # — mimalloc-bench's benchmark programs (github.com/daanx/mimalloc-bench,
 # MIT licence; not copied here: CHECKOUT is a clone of that repository)
 # under glibc, tcmalloc, jemalloc, mimalloc and hcmalloc's drop-in, the
-# table of issue 24 (docs/benchmarks.md, section 9).
+# table in docs/benchmarks.md ("mimalloc-bench's programs").
 #
 # Builds the programs as its CMakeLists.txt does (its sources, flags and
 # defines; gcc -O2, as the issue's figures were made, where its Release
