@@ -24,7 +24,7 @@ which is the bench itself), not a peer's.
 
 Writes a table per workload to stdout (report.py), a progress line per run
 with the time left to stderr, and results.csv, chart.svg (chart.py; also
-churn.csv, results.md, machine.txt) into bench-results/ at the workspace
+churn.csv, results.md, machine.txt, command.txt) into bench-results/ at the workspace
 root, or --out. `--callgrind` counts instructions instead (exact,
 repeatable) and writes callgrind.csv. `--heapmap WORKLOAD` runs one
 workload once under stage 4's traced drop-in and writes its heap maps and
@@ -55,7 +55,7 @@ from report import fmt_int, fmt_ns
 WORKLOADS = {}
 
 # The tour, what `bazel run //bench` runs with no options: the six workloads
-# that tell the story of the layers (docs/benchmarks.md, section 3: the fast
+# that tell the story of the layers (docs/benchmarks.md, section 4: the fast
 # path; objects that live a while; sizes as programs use them; memory handed
 # between threads; large blocks through the page cache; threads that come
 # and go, with the memory each leaves behind), at 1 thread and as many as
@@ -659,6 +659,9 @@ def main(argv):
     machine = machine_line(allocators)
     with open(os.path.join(out_dir, "machine.txt"), "w") as f:
         f.write(machine + "\n")
+    # What was run, for bench/publish.py to print beside the results.
+    with open(os.path.join(out_dir, "command.txt"), "w") as f:
+        f.write("bazel run //bench" + (" -- " + " ".join(argv) if argv else "") + "\n")
     print(machine)
     sys.stderr.write("bench: allocators: %s\n" % " ".join(a.name for a in allocators))
     if args.callgrind:

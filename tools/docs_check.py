@@ -22,6 +22,7 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            its table of documented counts), page-map and size-class figures
            (tools/figures/docs_figures, from sizeof and the #defines), and a
            `NAME` = VALUE quote of an integer #define;
+  links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
            each header declares (functions named with its hook prefix), and
            no header comment counts them wrongly ("the three hooks").
@@ -311,6 +312,41 @@ def fence_lines(fences):
         pos += len(line) + 1
 
 
+# ---- links -----------------------------------------------------------------------------
+LINK = re.compile(r"\]\(([\w./-]*\.md)?#([^)\s]+)\)")
+
+
+def slugs(text):
+    """The anchors a Markdown renderer gives TEXT's headings (GitHub's rule)."""
+    out, seen = set(), {}
+    _, fences = blank_fences(text)
+    prose, _ = blank_fences(text)
+    for line in prose.split("\n"):
+        m = re.match(r"#+ (.*)", line)
+        if not m:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def check_links(root, files):
+    """Every link to a heading (file.md#anchor, #anchor) finds the heading."""
+    problems = []
+    for doc in doc_files(files):
+        text = read(os.path.join(root, doc))
+        prose, _ = blank_fences(text)
+        for m in LINK.finditer(prose):
+            target = os.path.normpath(os.path.join(os.path.dirname(doc), m.group(1))) if m.group(1) else doc
+            if target not in files:
+                problems.append(f"{doc}:{line_of(prose, m.start())}: links to {m.group(1)}, not a file of the tree")
+            elif m.group(2) not in slugs(read(os.path.join(root, target))):
+                problems.append(f"{doc}:{line_of(prose, m.start())}: {target} has no heading #{m.group(2)}")
+    return problems
+
+
 # ---- figures --------------------------------------------------------------------------
 # Where prose quotes a figure the tree determines. Each rule: a pattern whose
 # group 1 is the figure, and the key of the tree's value (tree_figures). A
@@ -340,7 +376,7 @@ FIGURE_RULES = [
     (r"`common/size_class\.h`: " + N + r" classes", "size_classes"),
     (N + r" classes \(click to open\)", "size_classes"),
     # the sized fast path (tools/count_fastpath.sh's table)
-    (r"What it costs: " + N + r" instructions per pair", "sized_stage1"),
+    (r"hits: exactly " + N + r" instructions each", "sized_stage1"),
 ]
 # The fast path's instruction counts: a figure "N instructions a/per ... pair",
 # classified by the words just before it (the pair it names).
@@ -581,7 +617,7 @@ def main():
     root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
     files = tree_files(root)
     problems = check_names_and_paths(root, files) + check_figures(root, files, figures_program)
-    problems += check_hooks(root)
+    problems += check_hooks(root) + check_links(root, files)
     for p in problems:
         print(p)
     print(f"docs_check: {len(problems)} problem(s) in {len(doc_files(files))} docs", file=sys.stderr)
