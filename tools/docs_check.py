@@ -380,7 +380,7 @@ FIGURE_RULES = [
 ]
 # The fast path's instruction counts: a figure "N instructions a/per ... pair",
 # classified by the words just before it (the pair it names).
-PAIR_FIGURE = re.compile(r"\b(\d+) (?:callgrind )?instructions (?:a|per|for each|for a) [^.;]{0,60}?\bpair")
+PAIR_FIGURE = re.compile(r"\b(\d+) (?:callgrind )?instructions (?:a|per|for each|for a|of a) [^.;]{0,60}?\bpair")
 PAST = re.compile(r"\b(?:from|was|were|took|before|earlier|then|used to|had)\b[^.]{0,25}$")
 
 
