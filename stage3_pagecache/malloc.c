@@ -19,7 +19,7 @@
  *     happen.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
- * adds here goes through the two hooks of layer_hooks.h.
+ * adds here goes through the hooks of layer_hooks.h.
  * May touch: the thread cache (tc_*), the page cache (pc_*) and page map
  * (lock-free lookups), the layer hooks (layer_hooks.h), common/. */
 #include <errno.h>

@@ -577,8 +577,9 @@ def declared_hooks(root, header, prefix):
     return set(re.findall(r"^[\w ]+?\**\s*\b(" + prefix + r"\w+)\(", text, re.M))
 
 
-def check_hooks(root):
+def check_hooks(root, files):
     problems = []
+    sources = [f for f in files if f.endswith((".c", ".h", ".cc", ".md"))]
     design = read(os.path.join(root, "docs", "design.md"))
     rows = {}
     for number_, line in enumerate(design.split("\n"), 1):
@@ -600,6 +601,16 @@ def check_hooks(root):
             count = COUNT_WORDS.get(m.group(1).lower())
             if count is not None and count != len(hooks):
                 problems.append(f"{header}: its comment says \"{m.group(0)}\" over {len(hooks)} hooks")
+        # Elsewhere: "the two hooks of layer_hooks.h".
+        name = os.path.basename(header)
+        for f in sources:
+            joined, index = join_lines(read(os.path.join(root, f)))
+            for m in re.finditer(r"\b(?:the )?(\w+) hooks (?:of|in) `?(?:\w+/)?" + re.escape(name), joined):
+                count = COUNT_WORDS.get(m.group(1).lower())
+                if count is not None and count != len(hooks):
+                    text = read(os.path.join(root, f))
+                    problems.append(f"{f}:{line_of(text, index[m.start()])}: \"{m.group(0)}\" over "
+                                    f"{len(hooks)} hooks")
     return problems
 
 
@@ -617,7 +628,7 @@ def main():
     root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
     files = tree_files(root)
     problems = check_names_and_paths(root, files) + check_figures(root, files, figures_program)
-    problems += check_hooks(root) + check_links(root, files)
+    problems += check_hooks(root, files) + check_links(root, files)
     for p in problems:
         print(p)
     print(f"docs_check: {len(problems)} problem(s) in {len(doc_files(files))} docs", file=sys.stderr)
