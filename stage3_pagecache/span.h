@@ -14,7 +14,7 @@
  * list, objects_in_use and the list links while the span is SPAN_SMALL.
  * Readers without a lock (the central cache's object-to-span lookups,
  * hc_usable_size, hc_realloc, and hc_free in a debug build; a release
- * hc_free reads the page map's class byte instead) read only fields that
+ * hc_free reads the page map's class entry instead) read only fields that
  * cannot change while the pointer they hold is out: a span cannot leave
  * SPAN_SMALL while one of its objects is in use, nor SPAN_LARGE before its
  * block is freed. No bitfields: each field is its own memory location, so a

@@ -494,7 +494,7 @@ def check_figures(root, files, figures_program):
     figures = tree_figures(root, figures_program)
     defines = define_values(root, files)
     problems = []
-    places = [f for f in doc_files(files)] + [f for f in files if f.endswith(".h") and
+    places = [f for f in doc_files(files)] + [f for f in files if f.endswith((".h", ".c")) and
                                                 f.startswith(("common/", "stage"))]
     for doc in places:
         text = checked_text(read(os.path.join(root, doc)))
