@@ -20,8 +20,11 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            instruction limits (bench/BUILD, //bench:dropin_count_test's
            arguments), the sized fast path's counts (tools/count_fastpath.sh,
            its table of documented counts), page-map and size-class figures
-           (tools/figures/docs_figures, from sizeof and the #defines), and a
-           `NAME` = VALUE quote of an integer #define;
+           (tools/figures/docs_figures, from sizeof and the #defines), a
+           `NAME` = VALUE quote of an integer #define, a size named with its
+           #define ("64 KiB (`HC_BATCH_BYTES`)"), an environment variable's
+           default against options.h's HC_DEFAULT_ #define, and dropin.md's
+           table of costs;
   links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
            each header declares (functions named with its hook prefix), and
@@ -349,7 +352,8 @@ def check_links(root, files):
 
 # ---- figures --------------------------------------------------------------------------
 # Where prose quotes a figure the tree determines. Each rule: a pattern whose
-# group 1 is the figure, and the key of the tree's value (tree_figures). A
+# group 1 is the figure, and the key of the tree's value (tree_figures), or
+# a tuple of keys for groups 1, 2, ... A
 # figure quoted in another phrasing is not checked: quote it as below, or
 # better, refer to the place that states it. A section that keeps figures of
 # earlier trees on purpose starts with the line HISTORY_MARK; the check
@@ -375,6 +379,9 @@ FIGURE_RULES = [
     (r"smallest class that serves a request is " + N, "smallest_class_bytes"),
     (r"`common/size_class\.h`: " + N + r" classes", "size_classes"),
     (N + r" classes \(click to open\)", "size_classes"),
+    # dropin.md's table of what each library costs: sized, then the drop-in pair
+    (r"\| `libhcmalloc\.so` / `\.a` \| " + N + r" \(stages 1 and 2: " + N + r"\) \| " + N + r" \|",
+     ("sized_stage4", "sized_stage1", "dropin_default")),
     # the sized fast path (tools/count_fastpath.sh's table)
     (r"hits: exactly " + N + r" instructions each", "sized_stage1"),
 ]
@@ -508,10 +515,11 @@ def check_figures(root, files, figures_program):
                             f"says {value} ({key}: tools/docs_check.py)")
         # Rules match across line breaks: a figure's words may wrap.
         joined, index = join_lines(text)
-        for pattern, key in FIGURE_RULES:
+        for pattern, keys in FIGURE_RULES:
             for m in re.finditer(pattern, joined):
-                if key in figures and (LIST_CHECKED or not same(m.group(1), figures[key])):
-                    report(index[m.start(1)], m.group(1), key, figures[key])
+                for group, key in enumerate(keys if isinstance(keys, tuple) else (keys,), 1):
+                    if key in figures and (LIST_CHECKED or not same(m.group(group), figures[key])):
+                        report(index[m.start(group)], m.group(group), key, figures[key])
         for m in PAIR_FIGURE.finditer(joined):
             before = joined[max(0, m.start() - 40):m.start()]
             if PAST.search(before[-30:]):
@@ -537,6 +545,36 @@ def check_figures(root, files, figures_program):
             name, quoted = m.group(1), m.group(2)
             if name in defines and (LIST_CHECKED or not same(quoted, defines[name])):
                 report(index[m.start(2)], quoted, "#define " + name, defines[name])
+        # "64 KiB (`HC_BATCH_BYTES`)", "once per 2 MiB allocated (`NAME`": a size
+        # followed by the #define it comes from.
+        units = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        for m in re.finditer(r"\b(\d+(?:\.\d+)?) (B|bytes|KiB|MiB|GiB)\b[^`\d.;]{0,40}\(`([A-Z][A-Z0-9_]+)`", joined):
+            name = m.group(3)
+            if name not in defines:
+                continue
+            value = 1 << defines[name] if name.endswith("_SHIFT") else defines[name]
+            where = f"{doc}:{line_of(text, index[m.start(1)])}"
+            if float(m.group(1)) * units[m.group(2)] != value:
+                problems.append(f"{where}: quotes {m.group(1)} {m.group(2)} where the tree says "
+                                f"{value} bytes (#define {name}: tools/docs_check.py)")
+            elif LIST_CHECKED:
+                print(f"{where}: {m.group(1)} {m.group(2)} = #define {name}", file=sys.stderr)
+        # An environment variable's default, in prose ("`HCMALLOC_X`, default
+        # 32 MiB") or in stage4.md's table ("| `HCMALLOC_X` | 32m |"), against
+        # options.h's HC_DEFAULT_X.
+        for m in re.finditer(r"`HCMALLOC_([A-Z_]+)`(?:,? \(?(?:by )?default:? | \| )(\d+(?:\.\d+)?)"
+                             r"(?: ?(KiB|MiB|GiB|k|m|g|ms|s)\b|(?![\d,.]))", joined):
+            name = "HC_DEFAULT_" + m.group(1)
+            if name not in defines:
+                continue
+            scale = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "k": 1 << 10, "m": 1 << 20,
+                     "g": 1 << 30, "ms": 1, "s": 1000 if name.endswith("_MS") else 1, None: 1}[m.group(3)]
+            where = f"{doc}:{line_of(text, index[m.start(2)])}"
+            if float(m.group(2)) * scale != defines[name]:
+                problems.append(f"{where}: quotes {m.group(2)}{m.group(3) or ''} as HCMALLOC_{m.group(1)}'s "
+                                f"default where the tree says {defines[name]} (#define {name})")
+            elif LIST_CHECKED:
+                print(f"{where}: {m.group(2)} {m.group(3) or ''} = #define {name}", file=sys.stderr)
         for m in re.finditer(r"`tools/stage_diff\.sh (\d) (\d)` prints (?:exactly )?(?:that, )?([\d,]+) lines", joined):
             lines = stage_diff_lines(root, m.group(1), m.group(2))
             if LIST_CHECKED or str(lines) != number(m.group(3)):
