@@ -397,12 +397,12 @@ static void *longspans_worker(void *arg) {
  * allocator puts a re-inserted node and its string, relative to its
  * neighbours in key order, is what the walk's cache misses pay for. Every
  * thread keeps its own map of MAP_LIVE entries, so the work grows with the
- * threads; the issue's program is two threads of 500,000 each (--scale 2:
+ * threads; the program it models is two threads of 500,000 each (--scale 2:
  * at 500,000, glibc took 1.7 s of the 2 s limit with 2 threads on an idle
  * 2-core machine, and ran into it under load). A pair is a node's or a
  * string's malloc and free. */
 
-#define MAP_LIVE     250000 /* entries per thread at --scale 1 (--scale 2: the issue's) */
+#define MAP_LIVE     250000 /* entries per thread at --scale 1 (--scale 2: the modelled program's) */
 #define MAP_PASSES   3
 #define MAP_NODE_MIN 48
 #define MAP_NODE_MAX 96
