@@ -27,8 +27,9 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            table of costs;
   links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
-           each header declares (functions named with its hook prefix), and
-           no header comment counts them wrongly ("the three hooks").
+           each header declares (functions named with its hook prefix),
+           docs/stage4.md's table of its files the hooks each file defines,
+           and no comment or chapter counts them wrongly ("the three hooks").
 Deterministic and quick: it reads files and runs one small program.
 """
 
@@ -615,9 +616,30 @@ def declared_hooks(root, header, prefix):
     return set(re.findall(r"^[\w ]+?\**\s*\b(" + prefix + r"\w+)\(", text, re.M))
 
 
+def stage4_table_problems(root):
+    """docs/stage4.md's table of the stage's files: each file's row lists the
+    hooks it defines, no more, no fewer."""
+    problems = []
+    chapter = read(os.path.join(root, "docs", "stage4.md"))
+    prefixes = "|".join(HOOK_PREFIXES.values())
+    for number_, line in enumerate(chapter.split("\n"), 1):
+        m = re.match(r"\| `(\w+\.c)` \| ([^|]*) \|", line)
+        if not m or not os.path.exists(os.path.join(root, "stage4_reclaim", m.group(1))):
+            continue
+        source = read(os.path.join(root, "stage4_reclaim", m.group(1)))
+        defined = set(re.findall(r"^[a-z][\w *]*?\b((?:" + prefixes + r")\w*)\([^;]*?\)\s*\{", source, re.M))
+        listed = set(re.findall(r"`((?:" + prefixes + r")\w*)`", m.group(2)))
+        for name in sorted(defined - listed):
+            problems.append(f"docs/stage4.md:{number_}: `{m.group(1)}` defines {name}, its row omits it")
+        for name in sorted(listed - defined):
+            problems.append(f"docs/stage4.md:{number_}: its row lists {name}, `{m.group(1)}` does not define it")
+    return problems
+
+
 def check_hooks(root, files):
     problems = []
     sources = [f for f in files if f.endswith((".c", ".h", ".cc", ".md"))]
+    problems += stage4_table_problems(root)
     design = read(os.path.join(root, "docs", "design.md"))
     rows = {}
     for number_, line in enumerate(design.split("\n"), 1):
