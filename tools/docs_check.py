@@ -26,6 +26,8 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            default against options.h's HC_DEFAULT_ #define, and dropin.md's
            table of costs;
   links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it;
+  trackers no doc, source, script or BUILD file names a tracker entry
+           ("issue 24"): it says what the thing is;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
            each header declares (functions named with its hook prefix),
            docs/stage4.md's table of its files the hooks each file defines,
@@ -314,6 +316,24 @@ def fence_lines(fences):
         if line.strip():
             yield line, pos
         pos += len(line) + 1
+
+
+# ---- tracker numbers -------------------------------------------------------------------
+# The product names what a thing is, not the tracker entry that asked for it.
+TRACKER = re.compile(r"\b[Ii]ssues? #?\d+|\bthe issue's\b")
+
+
+def check_tracker_numbers(root, files):
+    problems = []
+    for f in files:
+        name = os.path.basename(f)
+        if f == "tools/docs_check.py" or not (name.endswith(SOURCE_SUFFIXES + (".md",)) or name == "BUILD"):
+            continue
+        text = read(os.path.join(root, f))
+        for m in TRACKER.finditer(text):
+            problems.append(f"{f}:{line_of(text, m.start())}: \"{m.group(0)}\": say what the thing is, "
+                            f"not which tracker entry asked for it")
+    return problems
 
 
 # ---- links -----------------------------------------------------------------------------
@@ -688,7 +708,7 @@ def main():
     root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
     files = tree_files(root)
     problems = check_names_and_paths(root, files) + check_figures(root, files, figures_program)
-    problems += check_hooks(root, files) + check_links(root, files)
+    problems += check_hooks(root, files) + check_links(root, files) + check_tracker_numbers(root, files)
     for p in problems:
         print(p)
     print(f"docs_check: {len(problems)} problem(s) in {len(doc_files(files))} docs", file=sys.stderr)
