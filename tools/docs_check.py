@@ -25,7 +25,9 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            #define ("64 KiB (`HC_BATCH_BYTES`)"), an environment variable's
            default against options.h's HC_DEFAULT_ #define, and dropin.md's
            table of costs;
-  links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it;
+  links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it,
+           and every "stage3.md, section 8" in a chapter or a comment names a
+           numbered section of that chapter;
   trackers no doc, source, script or BUILD file names a tracker entry
            ("issue 24"): it says what the thing is;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
@@ -356,11 +358,24 @@ def slugs(text):
     return out
 
 
+SECTION_REF = re.compile(r"\b(?:docs/)?(\w+)\.md(?:\]\([^)]*\))?,? (?:section|§) (\d+)\b")
+
+
 def check_links(root, files):
-    """Every link to a heading (file.md#anchor, #anchor) finds the heading."""
+    """Every link to a heading (file.md#anchor, #anchor) finds the heading,
+    and every "stage3.md, section 8" names a numbered section of that file."""
     problems = []
-    for doc in doc_files(files):
+    for doc in doc_files(files) + [f for f in files if f.endswith((".c", ".h", ".py", ".sh"))
+                                   and f != "tools/docs_check.py"]:
         text = read(os.path.join(root, doc))
+        for m in SECTION_REF.finditer(re.sub(r"\s*\n\s*(?:\* ?|# ?|// ?)?", " ", text)):
+            target = f"docs/{m.group(1)}.md"
+            if target not in files:
+                continue
+            if not re.search(r"^## " + m.group(2) + r"\.", read(os.path.join(root, target)), re.M):
+                problems.append(f"{doc}: \"{m.group(0)}\": {target} has no section {m.group(2)}")
+        if not doc.endswith(".md"):
+            continue
         prose, _ = blank_fences(text)
         for m in LINK.finditer(prose):
             target = os.path.normpath(os.path.join(os.path.dirname(doc), m.group(1))) if m.group(1) else doc
