@@ -48,67 +48,22 @@ sys.dont_write_bytecode = True
 # Code names the docs use that are not hcmalloc's: a reader looks them up in
 # the project named. Keep each with its owner; a name of ours goes nowhere here.
 OUTSIDE_NAMES = {
-    # glibc, POSIX and the C library
-    "glibc": """malloc_usable_size malloc_trim mallopt mallinfo mallinfo2 malloc_stats
-        posix_memalign aligned_alloc memalign pvalloc valloc reallocarray pthread_key_create
-        pthread_atfork pthread_create pthread_join pthread_exit pthread_self pthread_mutex_lock
-        pthread_mutex_unlock pthread_setspecific pthread_getspecific pthread_key_delete
-        pthread_attr_setstacksize pthread_spin_lock sched_getcpu sched_yield __libc_malloc
-        __libc_free __libc_calloc __libc_realloc __libc_memalign __malloc_hook __free_hook
-        __rseq_offset __rseq_size __rseq_flags tcache_put tcache_get _int_free _int_malloc
-        M_TRIM_THRESHOLD M_MMAP_THRESHOLD M_ARENA_MAX MALLOC_ARENA_MAX GLIBC_TUNABLES
-        get_nprocs clock_gettime CLOCK_MONOTONIC getrusage ru_maxrss RLIMIT_AS setrlimit
-        strtoul strtoull atexit _exit __cxa_thread_atexit_impl LD_PRELOAD LD_LIBRARY_PATH
-        dl_iterate_phdr __libc_single_threaded fork_handler tst_malloc_fork_deadlock
-        O_CLOEXEC EINVAL ENOMEM ENOSYS SIZE_MAX PTHREAD_MUTEX_INITIALIZER""",
+    # glibc and the C library
+    "glibc": """__malloc_hook _int_malloc __libc_pvalloc __libc_valloc __posix_memalign
+        malloc_get_state malloc_set_state malloc_info __nptl_deallocate_tsd RTLD_NEXT""",
     # the Linux kernel's interfaces
-    "Linux": """MADV_DONTNEED MADV_FREE MADV_HUGEPAGE MADV_NOHUGEPAGE MADV_COLLAPSE MAP_PRIVATE
-        MAP_ANONYMOUS MAP_NORESERVE MAP_FIXED MAP_FIXED_NOREPLACE MAP_POPULATE PROT_NONE
-        PROT_READ PROT_WRITE AnonHugePages RSS_ANON VmRSS VmHWM transparent_hugepage
-        khugepaged max_ptes_none rseq rseq_cs cpu_id cpu_id_start mm_cid RSEQ_SIG
-        membarrier MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ set_mempolicy mbind
-        get_mempolicy MPOL_BIND MPOL_PREFERRED MPOL_INTERLEAVE numa_node_of_cpu getcpu
-        perf_event_open vm_overcommit_memory overcommit_memory""",
-    # the C and C++ languages and the compilers
-    "C, C++, gcc": """_Static_assert _Thread_local __thread __attribute__ __builtin_expect
-        __builtin_ctzll __builtin_clzll __builtin_clz __builtin_ctz __atomic_load_n
-        __atomic_store_n __ATOMIC_ACQUIRE __ATOMIC_RELEASE __ATOMIC_RELAXED
-        __atomic_fetch_add __atomic_compare_exchange_n __sync_synchronize
-        initial_exec tls_model always_inline noinline visibility std_map
-        operator_new operator_delete nothrow_t align_val_t set_new_handler new_handler
-        bad_alloc std_string std_vector unique_ptr shared_ptr __cxa_atexit
-        __SANITIZE_ADDRESS__ __SANITIZE_THREAD__ __has_feature""",
-    # google/tcmalloc and gperftools (the model this project follows)
-    "tcmalloc": """CentralFreeList TransferCache ThreadCache PageHeap PageMap SizeMap
-        CpuCache HugePageAwareAllocator HugePageFiller HugeRegion HugeCache ListTooLong
-        FetchFromCentralCache ReleaseToCentralCache Scavenge kMaxSize kPageShift
-        kNumClasses TCMALLOC_RELEASE_RATE TCMALLOC_SAMPLE_PARAMETER MallocExtension
-        ReleaseMemoryToSystem GetNumericProperty SetNumericProperty
-        tcmalloc_max_total_thread_cache_bytes TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES
-        HEAPPROFILE HEAP_PROFILE_ALLOCATION_INTERVAL SizeClassInfo class_to_size
-        max_per_cpu_cache_size tcmalloc_per_cpu_caches_active generic_current_allocated_bytes
-        MallocExtension_ReleaseFreeMemory ProfileHandler""",
-    # other allocators and tools: jemalloc, mimalloc, valgrind, pprof, Bazel
-    "jemalloc, mimalloc, tools": """malloc_conf MALLOC_CONF dirty_decay_ms muzzy_decay_ms
-        opt_tcache mi_malloc mi_free mi_page_t mi_heap_t MIMALLOC_SHOW_STATS
-        MIMALLOC_VERBOSE free_list local_free thread_free mi_option_purge_delay
-        VALGRIND_MALLOCLIKE_BLOCK VALGRIND_FREELIKE_BLOCK ASAN_POISON_MEMORY_REGION
-        ASAN_OPTIONS TSAN_OPTIONS toggle_collect callgrind_annotate test_filter
-        test_output disk_cache cc_binary cc_library cc_test sh_test py_test sh_binary
-        genrule filegroup exports_files target_compatible_with linkstatic alwayslink
-        google_pprof pprof_text""",
-    # names the docs give on purpose to what hcmalloc does not have, or to
-    # pseudocode and to programs the docs show (their files are not in the tree)
-    "not ours, on purpose": """HCMALLOC_PROFILE_INTERVAL_MS TCMALLOC_HEAP_LIMIT_MB sample_point
-        address_of_link""",
-    # programs and frames named from profiles of outside programs (mimalloc-bench,
-    # glibc's and the kernel's symbols in perf output)
-    "outside programs": """BottomUpTree benchmark_worker alloc_items free_items mem_allocator
-        thread_sleep zero_on_malloc_large finish_task_switch clock_nanosleep futex_wait
-        _raw_spin_unlock_irqrestore __memset_avx512_unaligned_erms __nptl_deallocate_tsd
-        __libc_start_call_main __libc_pvalloc __libc_valloc __posix_memalign malloc_get_state
-        malloc_set_state malloc_info mremap MREMAP_MAYMOVE PT_GNU_EH_FRAME RTLD_NEXT dlsym
-        unordered_map""",
+    "Linux": """MADV_FREE mremap MREMAP_MAYMOVE PT_GNU_EH_FRAME rseq_cs RSEQ_SIG futex_wait""",
+    # C++'s library
+    "C++": "unordered_map",
+    # tcmalloc and gperftools
+    "tcmalloc": "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES TCMALLOC_HEAP_LIMIT_MB",
+    # jemalloc's and mimalloc's internals, valgrind's tools
+    "jemalloc, mimalloc, valgrind": "dirty_decay_ms muzzy_decay_ms thread_free callgrind_annotate",
+    # mimalloc-bench's programs
+    "mimalloc-bench": "zero_on_malloc_large",
+    # names the docs give on purpose to what hcmalloc does not have, and to
+    # pseudocode
+    "not hcmalloc's, on purpose": "HCMALLOC_PROFILE_INTERVAL_MS sample_point address_of_link",
 }
 
 # Files the docs name that are not the tree's: mimalloc-bench's, and the
@@ -160,8 +115,8 @@ def source_words(root, files):
     words = set()
     for f in files:
         name = os.path.basename(f)
-        if f.endswith(".md") or f.endswith(".svg"):
-            continue
+        if f.endswith(".md") or f.endswith(".svg") or f == "tools/docs_check.py":
+            continue  # docs and this file's own lists do not make a name real
         if not (name.endswith(SOURCE_SUFFIXES) or name in ("BUILD", "WORKSPACE")):
             continue
         words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", read(os.path.join(root, f))))
