@@ -185,7 +185,7 @@ def label_problem(root, packages, bzl_text, label_pkg, target):
             return f"//{label_pkg}: no package {pkg}"
         return None
     if label_pkg not in packages:
-        return f"//{label_pkg}: no such package (no {label_pkg}/BUILD)"
+        return f"//{label_pkg}: no such package (no {label_pkg}/BUILD; a new one? docs/BUILD's DOCS_CHECK_TREE)"
     if target is None or target == "all" or target == "*":
         return None
     if os.path.exists(os.path.join(root, label_pkg, target)):  # a source file of the package
@@ -251,7 +251,8 @@ def check_names_and_paths(root, files):
                     continue
                 if not path_exists(root, files, dirs, packages, bzl_text, doc, path) and not (
                         is_fence and any(f.startswith(path) for f in files)):
-                    problems.append(f"{where}: `{path}` is not a file or folder of the tree")
+                    problems.append(f"{where}: `{path}` is not a file or folder of the tree "
+                                    f"(a new package? add its files to docs/BUILD's DOCS_CHECK_TREE)")
             if is_fence:
                 continue
             for word, call in WORD.findall(LABEL.sub(" ", span)):
