@@ -9,17 +9,19 @@
  *
  *   root: 2^17 pointers to leaves, a static array (1 MiB of .bss: virtual
  *         memory; only the 4 KiB pages of it that are used become resident,
- *         one for a heap within 512 GiB of address space)
+ *         one for a heap within 512 GiB of address space), and beside it
+ *         pm_class_root, hc_free's copy (another 1 MiB)
  *   leaf: per page of 1 GiB of address space, a span pointer (8 bytes) and
- *         a size class (1 byte): 1.125 MiB of mapping per leaf, of which only
- *         the pages written become resident (one 4 KiB page of pointers per
- *         4 MiB of heap, one of classes per 32 MiB)
+ *         a class offset (uint16_t, 2 bytes): 1.25 MiB of mapping per leaf,
+ *         of which only the pages written become resident (one 4 KiB page of
+ *         pointers per 4 MiB of heap, one of classes per 16 MiB)
  *
  * A lookup is two dependent loads, always: O(1), no hashing, no probing, no
  * lock. Leaves are mapped from the OS only when a region of the heap first
- * needs them (pm_ensure). Resident cost: 9 bytes per 8 KiB page of heap
- * (about 1/900 of it); mapped (what hc_stats.metadata_bytes counts): 1.125
- * MiB per GiB of address space the heap touches. (Three levels of 11/11/12
+ * needs them (pm_ensure). Resident cost: 10 bytes per 8 KiB page of heap
+ * (about 1/819 of the heap); mapped (what hc_stats.metadata_bytes counts): 1.25
+ * MiB per GiB of address space the heap touches (tools/figures/docs_figures
+ * prints these from sizeof). (Three levels of 11/11/12
  * bits, an earlier version of this map, mapped only 48 KiB per 32 MiB but
  * cost a third dependent load on every free.)
  *
@@ -35,14 +37,14 @@
  * serialised by the caller, the page cache's lock. The class of a span's
  * pages is written by the span's owner, the central bucket, after it gets
  * the span and before any object of it is handed out, and cleared before the
- * span goes back (pm_set_class_range); different spans own different bytes,
- * and one byte is one memory location, so owners never race. Readers take
+ * span goes back (pm_set_class_range); different spans own different
+ * entries, and one entry is one memory location, so owners never race. Readers take
  * no lock. That is safe because
  *   - a leaf is fully built (zeroed by mmap) before a release store publishes
  *     its pointer, and readers load it with acquire, so a reader that sees a
  *     leaf sees its contents;
  *   - leaves are never freed or moved, so a pointer a reader holds stays valid;
- *   - each entry is one aligned pointer or byte, written and read atomically,
+ *   - each entry is one aligned pointer or uint16_t, written and read atomically,
  *     so a reader sees the old value or the new one, never half of each;
  *   - a correct program reads only entries of pages it owns (it frees a
  *     pointer it got from hc_malloc), and those were written before the block
