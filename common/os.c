@@ -48,7 +48,14 @@ static int os_injected_failure(void) {
     return 0;
 }
 
-void *os_map(size_t bytes) {
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older headers lack the name */
+#endif
+
+/* Every mapping: the observer hears of it, an injected failure refuses it,
+ * and what the kernel maps is counted. `flags` beside MAP_PRIVATE |
+ * MAP_ANONYMOUS; NULL with errno = ENOMEM on failure. */
+static void *os_map_with(void *addr, size_t bytes, int flags) {
     void (*observer)(size_t) = atomic_load_explicit(&os_map_observer, memory_order_acquire);
     if (observer != NULL)
         observer(bytes);
@@ -56,7 +63,7 @@ void *os_map(size_t bytes) {
         errno = ENOMEM;
         return NULL;
     }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (p == MAP_FAILED) {
         errno = ENOMEM; /* mmap may say EINVAL for absurd sizes; malloc says ENOMEM */
         return NULL;
@@ -65,29 +72,15 @@ void *os_map(size_t bytes) {
     return p;
 }
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older headers lack the name */
-#endif
+void *os_map(size_t bytes) { return os_map_with(NULL, bytes, 0); }
 
 void *os_map_at(void *addr, size_t bytes) {
-    void (*observer)(size_t) = atomic_load_explicit(&os_map_observer, memory_order_acquire);
-    if (observer != NULL)
-        observer(bytes);
-    if (os_injected_failure()) {
+    void *p = os_map_with(addr, bytes, MAP_FIXED_NOREPLACE);
+    if (p != NULL && p != addr) { /* a kernel older than the flag took it as a hint */
+        os_unmap(p, bytes);
         errno = ENOMEM;
         return NULL;
     }
-    void *p = mmap(addr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == MAP_FAILED) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (p != addr) { /* a kernel older than the flag took it as a hint */
-        munmap(p, bytes);
-        errno = ENOMEM;
-        return NULL;
-    }
-    atomic_fetch_add(&os_mapped, bytes);
     return p;
 }
 
