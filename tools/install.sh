@@ -19,6 +19,7 @@
 #   PREFIX/share/hcmalloc/manifest                      what was installed, for --uninstall
 # --destdir DIR stages the same files under DIR/PREFIX, with PREFIX written
 # into the .pc files and the wrapper (a package's build root).
+# HCMALLOC_BAZEL_FLAGS: more flags for that bazel build (a --disk_cache...).
 set -euo pipefail
 
 # The version the .pc files and the Debian package carry.
@@ -74,7 +75,8 @@ trap 'rm -rf "$scratch"' EXIT
 # ---- The files: built here, or given ---------------------------------------------------
 if [ -z "$from" ]; then
     repo=$(cd "$(dirname "$0")/.." && pwd)
-    (cd "$repo" && bazel build --config=opt //stage4_reclaim:libs)
+    # shellcheck disable=SC2086 # the flags are words
+    (cd "$repo" && bazel build ${HCMALLOC_BAZEL_FLAGS:-} --config=opt //stage4_reclaim:libs)
     bin="$repo/bazel-bin/stage4_reclaim"
     from=$scratch/files
     mkdir "$from"
