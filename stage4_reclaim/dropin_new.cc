@@ -16,7 +16,7 @@
 // it prints one line and aborts, as a build without exceptions does. That
 // happens only to code that calls operator new from outside the process's
 // global scope of libraries (a C++ module dlopen'd with its own libstdc++
-// into a C program): docs/dropin.md, "Linking it in".
+// into a C program): docs/dropin.md, section 6, "Cost at start-up".
 #include <cstddef>
 #include <new>
 
