@@ -1,12 +1,15 @@
 #!/bin/bash
 # stage4_reclaim/leak_check_test.sh PROFILER_LIB PROGRAM — the leak check as
 # its users read it, on leak_check_program (200 MiB kept in a global array
-# by keep_in_global, 50 MiB lost by leaky, both static functions that only
-# the program's .symtab names):
+# by keep_in_global, 20 MiB behind a small block by keep_behind_pointer,
+# 10 MiB on the stack of exit_holding_on_stack, 50 MiB lost by leaky: static
+# functions that only the program's .symtab names):
 #   1. every allocation sampled: leaky's 50 blocks are the leak, exactly,
-#      named; keep_in_global's 200 are reachable, not a leak;
+#      named; the others are reachable, each through its root (a data
+#      segment, a marked block, the stack), not a leak;
 #   2. the default sampling (1 in 2 MiB): the leak still leads with leaky,
-#      keep_in_global is never called a leak;
+#      and none of the referenced sites is called a leak (keep_behind_pointer's
+#      holder is unsampled: only the scan of unsampled blocks finds it);
 #   3. the printed google-pprof command names leaky, with its line.
 set -u
 profiler=$1
@@ -40,8 +43,20 @@ if grep -A1 '^  reachable: ~209715200 bytes in ~200 blocks of 1048576 bytes (200
 else
     fail "exact: keep_in_global's blocks are not reported reachable"; cat "$work/exact.err"
 fi
-if first_frames "$work/exact.err" leak | grep -q '^keep_in_global+'; then
-    fail "exact: keep_in_global's blocks, referenced from a global array, are called a leak"
+if grep -A1 '^  reachable: ~20971520 bytes in ~20 blocks of 1048576 bytes (20 sampled), allocated at:' "$work/exact.err" |
+    grep -q ' keep_behind_pointer+0x'; then
+    echo "PASS exact: keep_behind_pointer's 20 MiB are reachable through the block that holds them"
+else
+    fail "exact: keep_behind_pointer's blocks are not reported reachable"
+fi
+if grep -A1 '^  reachable: ~10485760 bytes in ~10 blocks of 1048576 bytes (10 sampled), allocated at:' "$work/exact.err" |
+    grep -q ' exit_holding_on_stack+0x'; then
+    echo "PASS exact: exit_holding_on_stack's 10 MiB are reachable from the exiting stack"
+else
+    fail "exact: exit_holding_on_stack's blocks are not reported reachable"
+fi
+if first_frames "$work/exact.err" leak | grep -qE '^(keep_in_global|keep_behind_pointer|exit_holding_on_stack)\+'; then
+    fail "exact: referenced blocks are called a leak"
 fi
 
 # ---- 2. Sampled, as a user runs it -----------------------------------------------------
@@ -52,10 +67,10 @@ if [[ $first == leaky+* ]]; then
 else
     fail "sampled: the first leak is at '$first', not leaky"; cat "$work/sampled.err"
 fi
-if first_frames "$work/sampled.err" leak | grep -q '^keep_in_global+'; then
-    fail "sampled: keep_in_global's referenced blocks are called a leak"; cat "$work/sampled.err"
+if first_frames "$work/sampled.err" leak | grep -qE '^(keep_in_global|keep_behind_pointer|exit_holding_on_stack)\+'; then
+    fail "sampled: referenced blocks are called a leak"; cat "$work/sampled.err"
 else
-    echo "PASS sampled: keep_in_global is not called a leak"
+    echo "PASS sampled: keep_in_global, keep_behind_pointer, exit_holding_on_stack are not called a leak"
 fi
 if grep -q '^  reachable:' "$work/sampled.err"; then
     fail "sampled: level 1 lists the reachable blocks"
