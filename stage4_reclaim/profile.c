@@ -14,9 +14,10 @@
  * frees, from common/pool.h, and one record per live sampled block (its
  * address and bucket, on a list the leak check scans); a sampled block's
  * span keeps its record (layer_hooks.h), so its free finds the bucket and
- * searches nothing. One lock, taken only by sampled allocations and frees
- * (the bucket table, the list of live blocks: one sample per 2 MiB
- * allocated, by default); dumps do without it (buckets are never freed,
+ * searches nothing. Two locks, taken only by sampled allocations and
+ * frees (one sample per 2 MiB allocated, by default): profile_lock for the
+ * bucket table (allocations), blocks_lock for the list of live blocks
+ * (allocations and frees); dumps do without them (buckets are never freed,
  * and are published and counted with atomics): a dump takes milliseconds,
  * and every thread's next sample would wait.
  *
@@ -328,7 +329,7 @@ typedef struct bucket {
 } bucket;
 
 /* A sampled block not yet freed: what its span keeps (span->sample_record).
- * On the list of live blocks, under profile_lock. */
+ * On the list of live blocks, under blocks_lock. */
 typedef struct sampled_block {
     struct sampled_block *next, *prev;
     bucket *bucket;
@@ -342,7 +343,11 @@ static hc_lock profile_lock = HC_LOCK_INITIALIZER;
 static hc_pool stack_pool = HC_POOL_INITIALIZER(sizeof(stack_record));
 static hc_pool bucket_pool = HC_POOL_INITIALIZER(sizeof(bucket));
 static hc_pool block_pool = HC_POOL_INITIALIZER(sizeof(sampled_block));
-static sampled_block *live_blocks; /* under profile_lock */
+/* The live sampled blocks, under blocks_lock: a lock of their own, so that
+ * sampled frees, which take it, never wait for a sampled allocation's
+ * bucket search (profile_lock). Taken after profile_lock where both are. */
+static hc_lock blocks_lock = HC_LOCK_INITIALIZER;
+static sampled_block *live_blocks;
 /* Under profile_lock. Static, untouched until used: no start-up cost. Stacks
  * and buckets are never freed; a record joins its chain's head (stack_heads,
  * bucket_heads, its stack's buckets) with a release store, after its fields:
@@ -437,34 +442,38 @@ void *hc_layer_on_sampled_alloc(void *block, size_t size) {
     } else {
         r->bucket = b;
         r->start = (uintptr_t)block;
+        __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&live_samples, 1, __ATOMIC_RELAXED);
+    }
+    hc_lock_release(&profile_lock);
+    if (r != NULL) {
+        hc_lock_acquire(&blocks_lock);
         r->prev = NULL;
         r->next = live_blocks;
         if (live_blocks != NULL)
             live_blocks->prev = r;
         live_blocks = r;
-        __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&live_samples, 1, __ATOMIC_RELAXED);
+        hc_lock_release(&blocks_lock);
     }
-    hc_lock_release(&profile_lock);
     return r;
 }
 
 /* The bucket's count needs no lock (the bucket never goes away); the list
  * does. Called before the block's pages go back (stage 3's large_free), so
- * a leak scan, which holds the lock, reads no block that is being freed. */
+ * a leak scan, which holds blocks_lock, reads no block that is being freed. */
 void hc_layer_on_sampled_free(void *block, void *record) {
     (void)block;
     sampled_block *r = record;
     if (r == NULL)
         return; /* its sample was dropped (no memory for its records) */
-    hc_lock_acquire(&profile_lock);
+    hc_lock_acquire(&blocks_lock);
     if (r->prev != NULL)
         r->prev->next = r->next;
     else
         live_blocks = r->next;
     if (r->next != NULL)
         r->next->prev = r->prev;
-    hc_lock_release(&profile_lock);
+    hc_lock_release(&blocks_lock);
     __atomic_add_fetch(&r->bucket->frees, 1, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&live_samples, 1, __ATOMIC_RELAXED);
     pool_free(&block_pool, r);
@@ -922,13 +931,15 @@ static int leak_profile_path(char *path, size_t size) {
 /* HCMALLOC_LEAK_CHECK: the live sampled blocks at exit, split by the scan
  * (leak_scan.h) into leaked and reachable; the leaks reported stack by
  * stack, biggest first (level 2: the reachable ones too), and written as a
- * profile for google-pprof. The scan runs under profile_lock, so no
- * sampled block is freed under it; the report after it, without the lock
- * (it asks the loader for names, and the loader's lock comes first). */
+ * profile for google-pprof. The scan runs under both profile locks (no
+ * sample taken, none freed under it: blocks_lock); the report after it,
+ * without them (it asks the loader for names, and the loader's lock comes
+ * first). */
 static void leak_check(int level, const void *stack_from) {
     static leak_roots roots; /* 8 KiB: not on the stack the scan reads */
     leak_collect_roots(&roots);
     hc_lock_acquire(&profile_lock);
+    hc_lock_acquire(&blocks_lock);
     size_t n = 0;
     for (const sampled_block *r = live_blocks; r != NULL; r = r->next)
         n++;
@@ -936,6 +947,7 @@ static void leak_check(int level, const void *stack_from) {
     map_bytes = (map_bytes + os_page_size() - 1) & ~(os_page_size() - 1);
     leak_block *blocks = n > 0 ? os_map(map_bytes) : NULL;
     if (n > 0 && blocks == NULL) {
+        hc_lock_release(&blocks_lock);
         hc_lock_release(&profile_lock);
         hc_warn("leak check: no memory for the scan");
         return;
@@ -960,6 +972,7 @@ static void leak_check(int level, const void *stack_from) {
             b->leaked++;
     }
     size_t total_samples = samples;
+    hc_lock_release(&blocks_lock);
     hc_lock_release(&profile_lock);
 
     hc_fd_out o = {.fd = STDERR_FILENO};
@@ -1016,8 +1029,10 @@ static void leak_check(int level, const void *stack_from) {
 static void fork_prepare(void) {
     hc_lock_acquire(&maps_lock);
     hc_lock_acquire(&profile_lock);
+    hc_lock_acquire(&blocks_lock);
 }
 static void fork_release(void) {
+    hc_lock_release(&blocks_lock);
     hc_lock_release(&profile_lock);
     hc_lock_release(&maps_lock);
 }
