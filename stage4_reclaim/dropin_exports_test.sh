@@ -3,6 +3,8 @@
 # public API (common/hcmalloc.h), the malloc family, glibc's __libc_* entry
 # points and C++ new/delete, and nothing else: no internal name (tc_, cc_,
 # pc_, pm_, os_, pool_, sc_...) can clash with a program's or be interposed.
+# And it needs libc alone: no libstdc++, libm or libgcc_s loaded into every
+# process that preloads it (dropin_new.cc binds libstdc++ weakly).
 set -euo pipefail
 lib=$1
 expected=(
@@ -38,5 +40,12 @@ for name in "${expected[@]}"; do
         status=1
     fi
 done
+# (Under --config=asan or tsan the whole build links the sanitizer's
+# runtime, which a sanitized library needs: that one is allowed.)
+mapfile -t needed < <(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v -E '^lib[at]san\.so')
+if [[ "${needed[*]}" != "libc.so.6" ]]; then
+    echo "FAIL: $lib needs ${needed[*]}, not libc.so.6 alone"
+    status=1
+fi
 [ $status -eq 0 ] && echo "PASS: $lib exports ${#exported[@]} symbols, all public"
 exit $status

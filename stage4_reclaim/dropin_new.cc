@@ -1,15 +1,63 @@
 // stage4_reclaim/dropin_new.cc — the drop-in library's C++ half: every
 // replaceable operator new and delete, on top of the hc_* API.
 //
-// Layer: above the public API; touches nothing but hc_*. libstdc++'s own
-// operator new would reach our malloc anyway; replacing it saves a call.
+// Layer: above the public API; touches nothing but hc_* and, weakly,
+// libstdc++. libstdc++'s own operator new would reach our malloc anyway;
+// replacing it saves a call.
+//
+// The library needs no libstdc++ of its own: a C program that preloads it
+// loads libc alone (loading libstdc++, libm and libgcc_s cost every process
+// start about 0.8 ms). What operator new needs from libstdc++ (the
+// new-handler, std::bad_alloc, the C++ ABI's catch) is referenced weakly,
+// below: the loader binds it when the process already has libstdc++, which
+// every C++ program does, and leaves it null otherwise. Null is the
+// fallback: no new-handler can have been installed (std::set_new_handler
+// lives in libstdc++), and a failure that must throw with nothing to throw
+// it prints one line and aborts, as a build without exceptions does. That
+// happens only to code that calls operator new from outside the process's
+// global scope of libraries (a C++ module dlopen'd with its own libstdc++
+// into a C program): docs/dropin.md, section 6, "Cost at start-up".
 #include <cstddef>
 #include <new>
 
 #include "common/compiler.h"
+extern "C" {
+#include "common/fatal.h"
+}
 #include "common/hcmalloc.h"
 
+// libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), by their
+// mangled names, weak: null unless the process brought libstdc++.
+extern "C" {
+std::new_handler libstdcxx_get_new_handler() noexcept __asm__("_ZSt15get_new_handlerv")
+    __attribute__((weak));
+[[noreturn]] void libstdcxx_throw_bad_alloc() __asm__("_ZSt17__throw_bad_allocv")
+    __attribute__((weak));
+}
+// What the compiler emits for the catch below (the personality routine, the
+// catch's begin and end, std::bad_alloc's type, the unwinder's resume and
+// std::terminate): weak too, so that they neither make libstdc++ needed nor
+// fail to bind without it. They run only when an exception unwinds through
+// this file, and without libstdc++ none can be thrown.
+__asm__(".weak __gxx_personality_v0\n"
+        ".weak __cxa_begin_catch\n"
+        ".weak __cxa_end_catch\n"
+        ".weak __cxa_call_terminate\n"
+        ".weak _ZTISt9bad_alloc\n"
+        ".weak _ZSt9terminatev\n"
+        ".weak _Unwind_Resume\n");
+
 namespace {
+
+std::new_handler installed_new_handler() {
+    return libstdcxx_get_new_handler != nullptr ? libstdcxx_get_new_handler() : nullptr;
+}
+
+[[noreturn]] HC_NOINLINE void throw_bad_alloc() {
+    if (libstdcxx_throw_bad_alloc != nullptr)
+        libstdcxx_throw_bad_alloc();
+    hc_fatal("operator new: out of memory, and no libstdc++ in the process to throw std::bad_alloc");
+}
 
 // The standard's loop: on failure call the installed new_handler and try
 // again; with no handler, fail. `nothrow` turns the failure (and a
@@ -20,11 +68,11 @@ void *allocate(std::size_t size, std::size_t alignment) {
         void *p = alignment == 0 ? hc_malloc(size) : hc_aligned_alloc(alignment, size);
         if (HC_LIKELY(p != nullptr))
             return p;
-        std::new_handler handler = std::get_new_handler();
+        std::new_handler handler = installed_new_handler();
         if (handler == nullptr) {
             if (kNothrow)
                 return nullptr;
-            throw std::bad_alloc();
+            throw_bad_alloc();
         }
         if (kNothrow) {
             try {

@@ -37,6 +37,11 @@ static bool defined_in_hcmalloc(void *fn) {
 static volatile std::size_t huge = SIZE_MAX - 4096;
 
 static int handler_calls;
+static int throwing_handler_calls;
+static void handler_throws() {
+    throwing_handler_calls++;
+    throw std::bad_alloc();
+}
 static void handler_gives_up() {
     handler_calls++;
     if (handler_calls == 3)
@@ -118,6 +123,14 @@ int main() {
         threw = true;
     }
     CHECK(threw && handler_calls == 3, "the new_handler was not called until it gave up");
+    // A handler's std::bad_alloc, caught inside nothrow new: the library
+    // catches through libstdc++'s ABI, bound weakly (dropin_new.cc).
+    std::set_new_handler(handler_throws);
+    CHECK(::operator new(huge, std::nothrow) == nullptr && throwing_handler_calls == 1,
+          "nothrow new did not turn its handler's std::bad_alloc into nullptr");
+    CHECK(::operator new[](huge, std::align_val_t{64}, std::nothrow) == nullptr && throwing_handler_calls == 2,
+          "nothrow aligned new[] did not turn its handler's std::bad_alloc into nullptr");
+    std::set_new_handler(nullptr);
 
     // The standard library on top, from several threads.
     std::vector<std::thread> threads;

@@ -26,8 +26,8 @@ check() { # NAME: runs $work/NAME, which must print its PASS line
 }
 
 # Static: the archive's path, or -L DIR -lhcmalloc with -static-ish order;
-# the C++ half of the library (new/delete) needs libstdc++ even in C.
-gcc -I"$include" "$c_src" -L"$static_dir" -lhcmalloc -lstdc++ -pthread -o "$work/c_static" &&
+# a C program needs no libstdc++ (dropin_new.cc reaches it weakly).
+gcc -I"$include" "$c_src" -L"$static_dir" -lhcmalloc -pthread -o "$work/c_static" &&
     g++ -I"$include" "$cc_src" -L"$static_dir" -lhcmalloc -pthread -o "$work/cc_static" ||
     { echo "FAIL: linking with the static library"; exit 1; }
 # Shared: -lhcmalloc, and an rpath (or LD_LIBRARY_PATH) to find it at run time.

@@ -77,7 +77,7 @@ static void options_init(void) {
     read_size("HCMALLOC_PROFILE_INTERVAL_MIN_MS", &options.profile_interval_min_ms);
     size_t leak_check = 0;
     read_size("HCMALLOC_LEAK_CHECK", &leak_check);
-    options.leak_check = leak_check != 0;
+    options.leak_check = leak_check > 2 ? 2 : (int)leak_check; /* 2: the reachable blocks too */
 }
 
 const hc_options *hc_get_options(void) {

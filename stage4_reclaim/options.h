@@ -42,7 +42,7 @@ typedef struct hc_options {
     size_t profile_sample_bytes;    /* mean distance between samples */
     size_t profile_interval_bytes;  /* 0: no periodic profiles */
     size_t profile_interval_min_ms; /* 0: a periodic profile at every interval */
-    int leak_check;
+    int leak_check;                 /* 0: none; 1: the leaks at exit; 2: and the reachable blocks */
 } hc_options;
 
 #define HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES ((size_t)32 << 20)

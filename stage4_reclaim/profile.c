@@ -11,12 +11,15 @@
  * allocation: exact, and slow.
  *
  * Records: one bucket per (stack, size), counting sampled allocations and
- * frees, from common/pool.h; a sampled block's span keeps its bucket
- * (layer_hooks.h), so its free adds to the bucket's count and searches
- * nothing. One lock, taken only by sampled allocations (the bucket table);
- * frees and dumps do without it (buckets are never freed, and are
- * published and counted with atomics): a dump takes milliseconds, and
- * every thread's next sample would wait.
+ * frees, from common/pool.h, and one record per live sampled block (its
+ * address and bucket, on a list the leak check scans); a sampled block's
+ * span keeps its record (layer_hooks.h), so its free finds the bucket and
+ * searches nothing. Two locks, taken only by sampled allocations and
+ * frees (one sample per 2 MiB allocated, by default): profile_lock for the
+ * bucket table (allocations), blocks_lock for the list of live blocks
+ * (allocations and frees); dumps do without them (buckets are never freed,
+ * and are published and counted with atomics): a dump takes milliseconds,
+ * and every thread's next sample would wait.
  *
  * The stack: from the .eh_frame tables every x86-64 object carries, so
  * programs built without frame pointers get whole stacks too (a
@@ -38,11 +41,13 @@
  * hc_dump_heap_profile(fd) on demand: "heap profile: ... @ heap_v2/T", one
  * line per bucket, then MAPPED_LIBRARIES: and /proc/self/maps (read with
  * read(2) in pieces, no buffer to grow). HCMALLOC_LEAK_CHECK=1 reports at
- * exit the sampled blocks still live.
+ * exit the sampled blocks still live that nothing reachable points to
+ * (leak_scan.h), named from the objects' symbol tables (elf_symbols.h).
  * May touch: the options, common/pool.h, common/lock.h, common/fd_out.h,
  * common/os.h (the kept copy of /proc/self/maps),
  * libgcc's unwinder, libunwind (dlopen'd at load), the loader's
- * dl_iterate_phdr (at load only), fork.c. */
+ * dl_iterate_phdr (at load, and for the dumps' maps), fork.c, and at exit
+ * the leak check's scan (leak_scan.h) and symbols (elf_symbols.h). */
 #define _GNU_SOURCE
 #include "stage4_reclaim/profile.h"
 
@@ -66,6 +71,8 @@
 #include "common/os.h"
 #include "common/pool.h"
 #include "stage3_pagecache/layer_hooks.h"
+#include "stage4_reclaim/elf_symbols.h"
+#include "stage4_reclaim/leak_scan.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/reclaim.h"
 
@@ -316,7 +323,18 @@ typedef struct bucket {
      * first with an acquire, so that they never see more frees than
      * allocations. */
     size_t allocs, frees;
+    /* The leak check's, under profile_lock: live samples at exit that
+     * nothing reachable points to, and those something does. */
+    size_t leaked, reachable;
 } bucket;
+
+/* A sampled block not yet freed: what its span keeps (span->sample_record).
+ * On the list of live blocks, under blocks_lock. */
+typedef struct sampled_block {
+    struct sampled_block *next, *prev;
+    bucket *bucket;
+    uintptr_t start;
+} sampled_block;
 
 #define STACK_HEADS 1024
 #define BUCKET_HEADS 4096
@@ -324,6 +342,12 @@ typedef struct bucket {
 static hc_lock profile_lock = HC_LOCK_INITIALIZER;
 static hc_pool stack_pool = HC_POOL_INITIALIZER(sizeof(stack_record));
 static hc_pool bucket_pool = HC_POOL_INITIALIZER(sizeof(bucket));
+static hc_pool block_pool = HC_POOL_INITIALIZER(sizeof(sampled_block));
+/* The live sampled blocks, under blocks_lock: a lock of their own, so that
+ * sampled frees, which take it, never wait for a sampled allocation's
+ * bucket search (profile_lock). Taken after profile_lock where both are. */
+static hc_lock blocks_lock = HC_LOCK_INITIALIZER;
+static sampled_block *live_blocks;
 /* Under profile_lock. Static, untouched until used: no start-up cost. Stacks
  * and buckets are never freed; a record joins its chain's head (stack_heads,
  * bucket_heads, its stack's buckets) with a release store, after its fields:
@@ -403,7 +427,6 @@ static bucket *first_bucket_of(const stack_record *st) {
 static int unwinder_primed; /* atomic: profile_start ran */
 
 void *hc_layer_on_sampled_alloc(void *block, size_t size) {
-    (void)block; /* its span keeps the bucket for the free (layer_hooks.h) */
     stack_walk w;
     w.depth = 0; /* not the frames: zeroing them was a tenth of a sample's time */
     /* Before the library's constructor primed the unwinder (the loader's
@@ -413,24 +436,47 @@ void *hc_layer_on_sampled_alloc(void *block, size_t size) {
     hc_lock_acquire(&profile_lock);
     samples++;
     bucket *b = bucket_for(&w, size);
-    if (b == NULL) {
+    sampled_block *r = b != NULL ? pool_alloc(&block_pool) : NULL;
+    if (r == NULL) {
         dropped++;
     } else {
+        r->bucket = b;
+        r->start = (uintptr_t)block;
         __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&live_samples, 1, __ATOMIC_RELAXED);
     }
     hc_lock_release(&profile_lock);
-    return b;
+    if (r != NULL) {
+        hc_lock_acquire(&blocks_lock);
+        r->prev = NULL;
+        r->next = live_blocks;
+        if (live_blocks != NULL)
+            live_blocks->prev = r;
+        live_blocks = r;
+        hc_lock_release(&blocks_lock);
+    }
+    return r;
 }
 
-/* No lock: the count is the bucket's alone, and the bucket never goes away. */
+/* The bucket's count needs no lock (the bucket never goes away); the list
+ * does. Called before the block's pages go back (stage 3's large_free), so
+ * a leak scan, which holds blocks_lock, reads no block that is being freed. */
 void hc_layer_on_sampled_free(void *block, void *record) {
     (void)block;
-    bucket *b = record;
-    if (b == NULL)
-        return; /* its sample was dropped (no memory for a bucket) */
-    __atomic_add_fetch(&b->frees, 1, __ATOMIC_RELEASE);
+    sampled_block *r = record;
+    if (r == NULL)
+        return; /* its sample was dropped (no memory for its records) */
+    hc_lock_acquire(&blocks_lock);
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        live_blocks = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    hc_lock_release(&blocks_lock);
+    __atomic_add_fetch(&r->bucket->frees, 1, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&live_samples, 1, __ATOMIC_RELAXED);
+    pool_free(&block_pool, r);
 }
 
 /* ---- Estimates ------------------------------------------------------------------- */
@@ -600,19 +646,21 @@ static void put_maps(hc_fd_out *o) {
     hc_lock_release(&maps_lock);
 }
 
-/* live_only: the leak profile (buckets with live samples only). Without
- * profile_lock (bucket_heads): samples go on meanwhile, and each line is a
- * bucket's counts at the moment it was read. */
-static int write_profile(int fd, int live_only) {
+/* leaks_only: the leak profile (each bucket's leaked samples, from the
+ * leak check, and no others). Without profile_lock (bucket_heads): samples
+ * go on meanwhile, and each line is a bucket's counts at the moment it was
+ * read. */
+static int write_profile(int fd, int leaks_only) {
     hc_fd_out o = {.fd = fd};
     size_t n1 = 0, s1 = 0, n2 = 0, s2 = 0;
     FOR_EACH_BUCKET(st, b) {
         size_t allocs, frees;
         bucket_counts(b, &allocs, &frees);
-        n1 += allocs - frees;
-        s1 += (allocs - frees) * b->size;
-        n2 += allocs;
-        s2 += allocs * b->size;
+        size_t live = leaks_only ? b->leaked : allocs - frees;
+        n1 += live;
+        s1 += live * b->size;
+        n2 += leaks_only ? live : allocs;
+        s2 += (leaks_only ? live : allocs) * b->size;
     }
     fd_out_put(&o, "heap profile: ");
     put_line(&o, n1, s1, n2, s2, "", 0);
@@ -632,10 +680,10 @@ static int write_profile(int fd, int live_only) {
             for (bucket *b = first_bucket_of(st); b != NULL; b = b->next_of_stack) {
                 size_t allocs, frees;
                 bucket_counts(b, &allocs, &frees);
-                size_t live = allocs - frees;
-                if (live_only && live == 0)
+                size_t live = leaks_only ? b->leaked : allocs - frees;
+                if (leaks_only && live == 0)
                     continue;
-                size_t shown = live_only ? live : allocs;
+                size_t shown = leaks_only ? live : allocs;
                 put_line(&o, live, live * b->size, shown, shown * b->size, text, text_len);
             }
         }
@@ -648,8 +696,7 @@ static size_t profiles_written; /* atomic */
 
 /* PREFIX.<pid>.<tag>.heap into path; 0, or -1 if there is no prefix or it
  * does not fit. */
-static int profile_path(const char *tag, char *path, size_t size) {
-    const char *prefix = hc_get_options()->profile_prefix;
+static int profile_path_with(const char *prefix, const char *tag, char *path, size_t size) {
     if (prefix == NULL)
         return -1;
     hc_fd_out name = {.fd = -1};
@@ -666,21 +713,29 @@ static int profile_path(const char *tag, char *path, size_t size) {
     return 0;
 }
 
-/* PREFIX.<pid>.<tag>.heap, written whole. */
-static void write_profile_file(const char *tag, int live_only) {
-    char path[4096];
-    if (profile_path(tag, path, sizeof path) != 0)
-        return;
+static int profile_path(const char *tag, char *path, size_t size) {
+    return profile_path_with(hc_get_options()->profile_prefix, tag, path, size);
+}
+
+/* A profile written whole to `path`. */
+static void write_profile_to(const char *path, int leaks_only) {
     int saved_errno = errno; /* malloc must not change errno when it succeeds */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         hc_warn("HCMALLOC_PROFILE: cannot create the profile file");
     } else {
-        if (write_profile(fd, live_only) == 0)
+        if (write_profile(fd, leaks_only) == 0)
             __atomic_add_fetch(&profiles_written, 1, __ATOMIC_RELAXED);
         close(fd);
     }
     errno = saved_errno;
+}
+
+/* PREFIX.<pid>.<tag>.heap. */
+static void write_profile_file(const char *tag) {
+    char path[4096];
+    if (profile_path(tag, path, sizeof path) == 0)
+        write_profile_to(path, 0);
 }
 
 static unsigned profile_sequence; /* atomic */
@@ -691,7 +746,7 @@ static void write_numbered_profile(void) {
     for (int i = 3; i >= 0; i--, n /= 10)
         tag[i] = (char)('0' + n % 10);
     tag[4] = '\0';
-    write_profile_file(tag, 0);
+    write_profile_file(tag);
 }
 
 static uint64_t last_interval_dump_ns; /* atomic; 0: none yet */
@@ -731,86 +786,242 @@ int hc_profile_dump(int fd) {
 
 /* ---- The leak check at exit -------------------------------------------------------- */
 
-/* "name+0x12 (module)" where the loader knows a symbol, else the module and
- * offset: enough to find the line; pprof on the leak profile names all. */
+/* The program's own path (the loader calls it ""), for frames and pprof. */
+static const char *program_path(void) {
+    static char path[4096];
+    if (path[0] == '\0') {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        if (n <= 0)
+            return "PROGRAM";
+        path[n] = '\0';
+    }
+    return path;
+}
+
+/* "name+0x12 (file)" where a symbol covers the address (the file's own
+ * symbol table first: elf_symbols.h), else the file and the address in it;
+ * pprof on the leak profile adds the lines. */
 static void put_frame(hc_fd_out *o, uintptr_t pc) {
-    Dl_info info;
+    elf_symbol sym;
     fd_out_put(o, "    ");
     fd_out_put_hex(o, pc);
-    if (dladdr((void *)(pc - 1), &info) != 0) {
+    if (elf_symbol_of(pc, &sym)) {
         fd_out_put(o, " ");
-        if (info.dli_sname != NULL) {
-            fd_out_put(o, info.dli_sname);
+        if (sym.name != NULL) {
+            fd_out_put(o, sym.name);
             fd_out_put(o, "+");
-            fd_out_put_hex(o, pc - (uintptr_t)info.dli_saddr);
+            fd_out_put_hex(o, sym.offset);
         } else {
-            fd_out_put_hex(o, pc - (uintptr_t)info.dli_fbase);
+            fd_out_put_hex(o, sym.file_offset);
         }
-        if (info.dli_fname != NULL && info.dli_fname[0] != '\0') {
-            fd_out_put(o, " (");
-            fd_out_put(o, info.dli_fname);
-            fd_out_put(o, ")");
-        }
+        fd_out_put(o, " (");
+        fd_out_put(o, sym.file[0] != '\0' ? sym.file : program_path());
+        fd_out_put(o, ")");
     }
     fd_out_put(o, "\n");
 }
 
-static void leak_report(void) {
-    hc_fd_out o = {.fd = STDERR_FILENO};
-    hc_lock_acquire(&profile_lock);
-    double blocks = 0, bytes = 0;
-    size_t stacks = 0;
-    FOR_EACH_BUCKET(st, b) {
-        size_t live = live_count(b);
-        if (live == 0)
-            continue;
-        stacks++;
-        blocks += live * weight(b->size);
-        bytes += live * weight(b->size) * (double)b->size;
+/* The live blocks by address, for the scan's binary search: a heap sort
+ * (no libc qsort: glibc's may call malloc), n log n for the hundred
+ * thousand blocks of a run that samples everything. */
+static void sift_down(leak_block *a, size_t root, size_t n) {
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && a[child + 1].start > a[child].start)
+            child++;
+        if (a[root].start >= a[child].start)
+            return;
+        leak_block t = a[root];
+        a[root] = a[child];
+        a[child] = t;
+        root = child;
     }
+}
+
+static void sort_by_address(leak_block *a, size_t n) {
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(a, i, n);
+    for (size_t end = n; end-- > 1;) {
+        leak_block t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        sift_down(a, 0, end);
+    }
+}
+
+static double estimated_bytes(const bucket *b, size_t samples_of_it) {
+    return (double)samples_of_it * weight(b->size) * (double)b->size;
+}
+
+/* The buckets with leaked (or, `reachable`, reachable) samples into `out`,
+ * biggest estimate first: a report a user reads from the top. Insertion
+ * sort: distinct stacks and sizes are few next to blocks. */
+static size_t ranked_buckets(bucket **out, size_t room, int reachable) {
+    size_t count = 0;
+    FOR_EACH_BUCKET(st, b) {
+        size_t k = reachable ? b->reachable : b->leaked;
+        if (k == 0 || count == room)
+            continue;
+        double key = estimated_bytes(b, k);
+        size_t at = count++;
+        for (; at > 0; at--) {
+            bucket *prev = out[at - 1];
+            if (estimated_bytes(prev, reachable ? prev->reachable : prev->leaked) >= key)
+                break;
+            out[at] = prev;
+        }
+        out[at] = b;
+    }
+    return count;
+}
+
+static void put_entry(hc_fd_out *o, const char *kind, const bucket *b, size_t k) {
+    double w = weight(b->size);
+    fd_out_put(o, "  ");
+    fd_out_put(o, kind);
+    fd_out_put(o, ": ~");
+    fd_out_put_u(o, (uint64_t)(estimated_bytes(b, k) + 0.5));
+    fd_out_put(o, " bytes in ~");
+    fd_out_put_u(o, (uint64_t)(k * w + 0.5));
+    fd_out_put(o, " blocks of ");
+    fd_out_put_u(o, b->size);
+    fd_out_put(o, " bytes (");
+    fd_out_put_u(o, k);
+    fd_out_put(o, " sampled), allocated at:\n");
+    for (int i = 0; i < b->stack->depth; i++)
+        put_frame(o, b->stack->pcs[i]);
+}
+
+/* "~B bytes in ~N blocks", summed over every bucket. */
+static void put_total(hc_fd_out *o, int reachable, size_t *samples_out) {
+    double blocks = 0, bytes = 0;
+    size_t k_total = 0;
+    FOR_EACH_BUCKET(st, b) {
+        size_t k = reachable ? b->reachable : b->leaked;
+        k_total += k;
+        blocks += (double)k * weight(b->size);
+        bytes += estimated_bytes(b, k);
+    }
+    fd_out_put(o, "~");
+    fd_out_put_u(o, (uint64_t)(bytes + 0.5));
+    fd_out_put(o, " bytes in ~");
+    fd_out_put_u(o, (uint64_t)(blocks + 0.5));
+    fd_out_put(o, " blocks");
+    *samples_out = k_total;
+}
+
+/* Where the leaks' profile goes: PREFIX.<pid>.leak.heap with
+ * HCMALLOC_PROFILE, else $TMPDIR (or /tmp)/hcmalloc.<pid>.leak.heap, as
+ * gperftools' heap checker writes its own to /tmp. */
+static int leak_profile_path(char *path, size_t size) {
+    if (profile_path("leak", path, size) == 0)
+        return 0;
+    const char *dir = getenv("TMPDIR");
+    char prefix[4096];
+    hc_fd_out p = {.fd = -1};
+    fd_out_to_string(&p, prefix, sizeof prefix);
+    fd_out_put(&p, dir != NULL && dir[0] == '/' ? dir : "/tmp");
+    fd_out_put(&p, "/hcmalloc");
+    fd_out_flush(&p);
+    return profile_path_with(prefix, "leak", path, size);
+}
+
+/* HCMALLOC_LEAK_CHECK: the live sampled blocks at exit, split by the scan
+ * (leak_scan.h) into leaked and reachable; the leaks reported stack by
+ * stack, biggest first (level 2: the reachable ones too), and written as a
+ * profile for google-pprof. The scan runs under both profile locks (no
+ * sample taken, none freed under it: blocks_lock); the report after it,
+ * without them (it asks the loader for names, and the loader's lock comes
+ * first). */
+static void leak_check(int level, const void *stack_from) {
+    static leak_roots roots; /* 8 KiB: not on the stack the scan reads */
+    leak_collect_roots(&roots);
+    hc_lock_acquire(&profile_lock);
+    hc_lock_acquire(&blocks_lock);
+    size_t n = 0;
+    for (const sampled_block *r = live_blocks; r != NULL; r = r->next)
+        n++;
+    size_t map_bytes = n * (sizeof(leak_block) + sizeof(size_t));
+    map_bytes = (map_bytes + os_page_size() - 1) & ~(os_page_size() - 1);
+    leak_block *blocks = n > 0 ? os_map(map_bytes) : NULL;
+    if (n > 0 && blocks == NULL) {
+        hc_lock_release(&blocks_lock);
+        hc_lock_release(&profile_lock);
+        hc_warn("leak check: no memory for the scan");
+        return;
+    }
+    size_t *work = (size_t *)(blocks + n);
+    size_t i = 0;
+    for (const sampled_block *r = live_blocks; r != NULL; r = r->next, i++) {
+        size_t size = r->bucket->size;
+        blocks[i] = (leak_block){.start = r->start, .end = r->start + (size == 0 ? 1 : size), .owner = r->bucket};
+    }
+    sort_by_address(blocks, n);
+    FOR_EACH_BUCKET(st, b) {
+        b->leaked = 0;
+        b->reachable = 0;
+    }
+    leak_scan(blocks, n, work, &roots, stack_from);
+    for (i = 0; i < n; i++) {
+        bucket *b = blocks[i].owner;
+        if (blocks[i].reachable)
+            b->reachable++;
+        else
+            b->leaked++;
+    }
+    size_t total_samples = samples;
+    hc_lock_release(&blocks_lock);
+    hc_lock_release(&profile_lock);
+
+    hc_fd_out o = {.fd = STDERR_FILENO};
     fd_out_put(&o, "hcmalloc: leak check: ");
-    if (stacks == 0) {
+    size_t leaked_samples = 0, reachable_samples = 0;
+    if (n == 0) {
         fd_out_put(&o, "no sampled block is live at exit (");
-        fd_out_put_u(&o, samples);
+        fd_out_put_u(&o, total_samples);
         fd_out_put(&o, " sampled, 1 in ");
         fd_out_put_u(&o, current_sample_bytes());
         fd_out_put(&o, " bytes)\n");
     } else {
-        fd_out_put(&o, "an estimated ");
-        fd_out_put_u(&o, (uint64_t)(bytes + 0.5));
-        fd_out_put(&o, " bytes in ");
-        fd_out_put_u(&o, (uint64_t)(blocks + 0.5));
-        fd_out_put(&o, " blocks still live at exit, from ");
-        fd_out_put_u(&o, __atomic_load_n(&live_samples, __ATOMIC_RELAXED));
-        fd_out_put(&o, " sampled blocks (1 in ");
+        put_total(&o, 0, &leaked_samples);
+        fd_out_put(&o, " leaked (");
+        fd_out_put_u(&o, leaked_samples);
+        fd_out_put(&o, " sampled blocks that nothing reachable points to), ");
+        put_total(&o, 1, &reachable_samples);
+        fd_out_put(&o, " still reachable (");
+        fd_out_put_u(&o, reachable_samples);
+        fd_out_put(&o, level >= 2 ? " sampled, listed after the leaks" : " sampled, not listed: HCMALLOC_LEAK_CHECK=2 lists them");
+        fd_out_put(&o, "); 1 in ");
         fd_out_put_u(&o, current_sample_bytes());
-        fd_out_put(&o, " bytes sampled)\n");
-        FOR_EACH_BUCKET(st, b) {
-            size_t live = live_count(b);
-            if (live == 0)
-                continue;
-            double w = weight(b->size);
-            fd_out_put(&o, "  leak: ~");
-            fd_out_put_u(&o, (uint64_t)(live * w * (double)b->size + 0.5));
-            fd_out_put(&o, " bytes in ~");
-            fd_out_put_u(&o, (uint64_t)(live * w + 0.5));
-            fd_out_put(&o, " blocks of ");
-            fd_out_put_u(&o, b->size);
-            fd_out_put(&o, " bytes (");
-            fd_out_put_u(&o, live);
-            fd_out_put(&o, " sampled), allocated at:\n");
-            for (int k = 0; k < st->depth; k++)
-                put_frame(&o, st->pcs[k]);
-        }
-        char path[4096];
-        if (profile_path("leak", path, sizeof path) == 0) {
-            fd_out_put(&o, "hcmalloc: leak check: the leaks' profile is ");
-            fd_out_put(&o, path);
-            fd_out_put(&o, " (google-pprof --text PROGRAM FILE)\n");
+        fd_out_put(&o, " bytes sampled\n");
+        if (roots.truncated)
+            fd_out_put(&o, "hcmalloc: leak check: too many loaded objects: some data segments were not scanned\n");
+        /* The blocks' memory is done with: it holds the ranking now. */
+        bucket **ranked = (bucket **)blocks;
+        size_t room = map_bytes / sizeof *ranked;
+        size_t count = ranked_buckets(ranked, room, 0);
+        for (i = 0; i < count; i++)
+            put_entry(&o, "leak", ranked[i], ranked[i]->leaked);
+        if (level >= 2) {
+            count = ranked_buckets(ranked, room, 1);
+            for (i = 0; i < count; i++)
+                put_entry(&o, "reachable", ranked[i], ranked[i]->reachable);
         }
     }
-    hc_lock_release(&profile_lock);
+    char path[4096];
+    if (leaked_samples > 0 && leak_profile_path(path, sizeof path) == 0) {
+        write_profile_to(path, 1);
+        fd_out_put(&o, "hcmalloc: leak check: every frame with its line: google-pprof --text --lines ");
+        fd_out_put(&o, program_path());
+        fd_out_put(&o, " ");
+        fd_out_put(&o, path);
+        fd_out_put(&o, "\n");
+    }
     fd_out_finish(&o);
+    if (blocks != NULL)
+        os_unmap(blocks, map_bytes);
 }
 
 /* ---- Start and exit -------------------------------------------------------------- */
@@ -818,8 +1029,10 @@ static void leak_report(void) {
 static void fork_prepare(void) {
     hc_lock_acquire(&maps_lock);
     hc_lock_acquire(&profile_lock);
+    hc_lock_acquire(&blocks_lock);
 }
 static void fork_release(void) {
+    hc_lock_release(&blocks_lock);
     hc_lock_release(&profile_lock);
     hc_lock_release(&maps_lock);
 }
@@ -853,16 +1066,16 @@ __attribute__((constructor)) static void profile_start(void) {
     __atomic_store_n(&unwinder_primed, 1, __ATOMIC_RELEASE);
 }
 
-__attribute__((destructor)) static void profile_at_exit(void) {
+/* noinline: its frame is where the leak check's stack scan starts, above
+ * the check's own frames, whose locals hold the blocks' addresses. */
+__attribute__((destructor, noinline)) static void profile_at_exit(void) {
     const hc_options *o = hc_get_options();
     if (read_sample_bytes() == 0)
         return;
     if (o->profile_prefix != NULL)
         write_numbered_profile();
-    if (o->leak_check) {
-        leak_report();
-        write_profile_file("leak", 1);
-    }
+    if (o->leak_check)
+        leak_check(o->leak_check, __builtin_frame_address(0));
 }
 
 void hc_profile_get_stats(hc_profile_stats *out) {

@@ -21,6 +21,7 @@ packages=(
     util-linux             # setarch, for the TSan flavour
     google-perftools       # google-pprof, which reads the heap profiles (profile_test)
     libunwind8             # the heap profiler's fast unwinder (dlopen'd; libgcc's otherwise)
+    pkg-config             # tools/install.sh's .pc files, built with (//tools:install_test)
 )
 
 missing=()
