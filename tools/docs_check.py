@@ -50,7 +50,8 @@ sys.dont_write_bytecode = True
 OUTSIDE_NAMES = {
     # glibc and the C library
     "glibc": """__malloc_hook _int_malloc __libc_pvalloc __libc_valloc __posix_memalign
-        malloc_get_state malloc_set_state malloc_info __nptl_deallocate_tsd RTLD_NEXT""",
+        malloc_get_state malloc_set_state malloc_info __nptl_deallocate_tsd RTLD_NEXT
+        __libc_start_call_main""",
     # the Linux kernel's interfaces
     "Linux": """MADV_FREE mremap MREMAP_MAYMOVE PT_GNU_EH_FRAME rseq_cs RSEQ_SIG futex_wait""",
     # C++'s library
@@ -66,9 +67,10 @@ OUTSIDE_NAMES = {
     "not hcmalloc's, on purpose": "HCMALLOC_PROFILE_INTERVAL_MS sample_point address_of_link",
 }
 
-# Files the docs name that are not the tree's: mimalloc-bench's, and the
-# small programs the docs print in full for a reader to compile.
-OUTSIDE_FILES = {"benchmark.h", "pyalloc.py", "CMakeLists.txt", "t.c", "prop.c", "strgrow.c"}
+# Files the docs name that are not the tree's: mimalloc-bench's, jemalloc's
+# wrapper, and the small programs the docs print in full for a reader to compile.
+OUTSIDE_FILES = {"benchmark.h", "pyalloc.py", "CMakeLists.txt", "t.c", "prop.c", "strgrow.c",
+                 "jemalloc.sh"}
 
 # Paths the docs name that the tree produces or that live outside it.
 GENERATED_PATHS = ("bench-results/", "bazel-bin/", "bazel-out/", "bazel-testlogs/", "lab/",
