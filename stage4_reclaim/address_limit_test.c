@@ -16,37 +16,17 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/hcmalloc.h"
 #include "stage3_pagecache/page_cache.h"
+#include "stage4_reclaim/address_space_limit.h"
 
 #define HEADROOM ((size_t)160 << 20)
 #define MAX_BLOCKS 4096 /* of the first size: HEADROOM / 70000 is about 2400 */
 
 static void *blocks[MAX_BLOCKS]; /* static: no allocation of the test's own */
-
-/* The process's mapped address space now, from /proc/self/statm. */
-static size_t address_space_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long pages = 0;
-    if (f == NULL || fscanf(f, "%lu", &pages) != 1) {
-        fprintf(stderr, "FAIL: cannot read /proc/self/statm\n");
-        exit(1);
-    }
-    fclose(f);
-    return pages * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-static void limit_address_space(void) {
-    struct rlimit limit = {address_space_bytes() + HEADROOM, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &limit) != 0) {
-        perror("FAIL: setrlimit");
-        exit(1);
-    }
-}
 
 /* Fills the limit with blocks of `size` bytes (each touched), frees them
  * all, and returns the bytes that fitted. */
@@ -68,7 +48,7 @@ static size_t fill_and_free(size_t size) {
 
 static int small_after_medium(void) {
     hc_free(hc_malloc(64)); /* the thread cache and first leaves, before the limit */
-    limit_address_space();
+    limit_address_space(HEADROOM);
     size_t medium = fill_and_free(70000);
     size_t small = 0;
     while (hc_malloc(64) != NULL) small += 64; /* kept: the limit is the end */
@@ -89,7 +69,7 @@ static int small_after_medium(void) {
 
 static int direct_after_large(void) {
     hc_free(hc_malloc(1 << 20));
-    limit_address_space();
+    limit_address_space(HEADROOM);
     size_t large = fill_and_free(1 << 20);
     char *huge = hc_malloc(PC_DIRECT_MAP_BYTES);
     printf("  %zu MiB as 1 MiB blocks, then a %zu MiB block: %s\n", large >> 20,
