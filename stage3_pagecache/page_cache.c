@@ -438,6 +438,47 @@ size_t pc_release_free_pages_locked(size_t want) {
 
 size_t pc_backed_free_pages_locked(void) { return backed_free_pages(); }
 
+/* Gives free span `s` back to the OS whole (munmap) and forgets it: off its
+ * list, out of the page map, out of the heap's pages. The span may cover
+ * parts of several regions (merging ignores region bounds): munmap takes
+ * any page range. Only a free span goes, so no live block's page-map entry
+ * changes and a concurrent free's lock-free lookup never reaches it; its
+ * entries are cleared before the unmap (as for a direct map), since the
+ * kernel may hand the range to someone else at once. */
+static void unmap_free_span(hc_span *s) {
+    char *start = span_start(s);
+    size_t pages = s->page_count;
+    free_span_remove(s);
+    pm_set_range(s->start_page, pages, NULL);
+    totals.heap_pages -= pages;
+    totals.unmapped_pages += pages;
+    span_dead(s);
+    os_unmap(start, pages << HC_PAGE_SHIFT);
+}
+
+size_t pc_unmap_free_spans_locked(void) {
+    size_t unmapped = 0;
+    while (long_spans != NULL) {
+        unmapped += long_spans->page_count;
+        unmap_free_span(long_spans);
+    }
+    for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++)
+        while (!span_list_empty(&free_lists[n])) {
+            unmapped += n;
+            unmap_free_span(free_lists[n].next);
+        }
+    return unmapped;
+}
+
+size_t pc_unmap_free_spans(void) {
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    lists_init_once();
+    size_t unmapped = pc_unmap_free_spans_locked();
+    pc_policy_after_call();
+    hc_lock_release(&pc_lock);
+    return unmapped << HC_PAGE_SHIFT;
+}
+
 size_t pc_release_free_pages(size_t want) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     lists_init_once();

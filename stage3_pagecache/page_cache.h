@@ -110,6 +110,7 @@ typedef struct pc_census {
     size_t direct_pages;       /* in directly mapped spans */
     size_t direct_spans;
     size_t released_pages;     /* of free_pages, given back to the OS (0 unless a policy releases) */
+    size_t unmapped_pages;     /* free pages unmapped so far (pc_unmap_free_spans), no longer in heap_pages */
 } pc_census;
 
 /* A consistent snapshot of the counters (takes the lock). */

@@ -18,6 +18,7 @@
 extern "C" {
 #include "common/os.h"
 #include "common/pool.h"
+#include "stage3_pagecache/page_policy.h"
 }
 
 namespace {
@@ -441,6 +442,43 @@ TEST(PageCache, LargeSpansGrowAndShrinkInPlace) {
     pc_free_span(a);
     pc_census c = Census();
     EXPECT_EQ(c.free_pages, c.heap_pages);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+
+// Unmapping the free spans (the out-of-memory rescue under an address-space
+// limit, stage 4): their pages leave the heap and the OS's count, the
+// blocks in use stay where they are and still find their spans, the
+// counters add up, and the heap maps anew for the next request. A freed span
+// may have merged across regions: munmap takes any range.
+TEST(PageCache, UnmappingFreeSpansGivesTheirAddressSpaceBackAndKeepsTheRest) {
+    std::vector<hc_span *> spans;
+    for (int i = 0; i < 6; i++) {
+        hc_span *s = pc_alloc_span(300, 0);  // long spans: in the tree
+        ASSERT_NE(s, nullptr);
+        spans.push_back(s);
+    }
+    hc_span *kept = pc_alloc_span(3, 0);  // in use throughout
+    ASSERT_NE(kept, nullptr);
+    for (hc_span *s : spans) pc_free_span(s);
+    const pc_census before = Census();
+    const size_t os_before = os_mapped_bytes();
+    ASSERT_GT(before.free_pages, 0u);
+    EXPECT_EQ(pc_unmap_free_spans(), before.free_pages << HC_PAGE_SHIFT);
+    const pc_census after = Census();
+    EXPECT_EQ(after.free_pages, 0u);
+    EXPECT_EQ(after.free_spans, 0u);
+    EXPECT_EQ(after.released_pages, 0u);
+    EXPECT_EQ(after.heap_pages, before.heap_pages - before.free_pages);
+    EXPECT_EQ(after.unmapped_pages - before.unmapped_pages, before.free_pages);
+    EXPECT_EQ(os_before - os_mapped_bytes(), before.free_pages << HC_PAGE_SHIFT);
+    EXPECT_EQ(pc_span_of(span_start(kept)), kept) << "a block in use stays found";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    hc_span *again = pc_alloc_span(300, 0);
+    ASSERT_NE(again, nullptr) << "the heap maps anew";
+    static_cast<volatile char *>(span_start(again))[span_bytes(again) - 1] = 1;
+    pc_free_span(again);
+    pc_free_span(kept);
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 

@@ -55,6 +55,16 @@ size_t pc_release_free_pages_locked(size_t want);
  * pc_policy_after_call, and returns the bytes released. */
 size_t pc_release_free_pages(size_t want);
 
+/* Unmaps every free span (munmap) and forgets it: its address space goes
+ * back too, not just its memory, for an address-space limit (RLIMIT_AS)
+ * or a heap limit that counts mapped pages; a later request maps anew.
+ * Returns the pages unmapped. pc_lock held: for the hooks. */
+size_t pc_unmap_free_spans_locked(void);
+
+/* The same from outside the page cache (takes the lock, runs
+ * pc_policy_after_call); returns the bytes unmapped. */
+size_t pc_unmap_free_spans(void);
+
 /* Pages the page cache holds mapped from the OS now: its regions and its
  * directly mapped blocks (metadata not included; free pages released to the
  * OS still count, their addresses are kept). pc_lock held: for the hooks. */

@@ -15,9 +15,10 @@
  *     page_release.c, gives pages back);
  *   - hc_dump_heap_profile is the heap profiler's (profile.c);
  *   - out of memory, the retry first gets everything hc_release_free_memory
- *     gives back.
+ *     gives back, and the free spans' address space (unmapped).
  * May touch: the thread cache (tc_flush_current), the central cache
- * (cc_release_cached), the page cache (pc_release_all), fork.c. */
+ * (cc_release_cached), the page cache (pc_release_all, pc_unmap_free_spans),
+ * fork.c. */
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/transfer_cache.h"
@@ -37,11 +38,18 @@ void hc_layer_release_free_memory(void) {
     pc_release_all();
 }
 
-/* Out of memory: everything hc_release_free_memory gives back, so that the
- * retry finds the pages (or, under an address-space limit, the room for a
- * new mapping: whole free mappings are unmapped). */
+/* Out of memory: what hc_release_free_memory gives back, except that the
+ * page cache's free spans are unmapped (pc_unmap_free_spans), not just
+ * released. A release keeps the address range, and an address-space limit
+ * (RLIMIT_AS) and the heap limit both count it: the retry's new mapping (a
+ * pool chunk for span records, a region, a direct map) would find no room,
+ * and memory freed as large blocks would never come back as small ones.
+ * Only here, where the OS already said no: elsewhere a free range kept
+ * mapped is reused without a system call. */
 int hc_layer_reclaim_for_retry(void) {
-    hc_layer_release_free_memory();
+    tc_flush_current();
+    cc_release_cached();
+    pc_unmap_free_spans();
     return 1;
 }
 

@@ -18,10 +18,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "common/hcmalloc.h"
+#include "stage4_reclaim/address_space_limit.h"
 
 #define MAX_BLOCKS (1 << 18)
 #define HEADROOM ((size_t)96 << 20)
@@ -29,28 +28,12 @@
 
 static void *blocks[MAX_BLOCKS]; /* static: no allocation of the test's own */
 
-/* The process's mapped address space now, from /proc/self/statm (pages). */
-static size_t address_space_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long pages = 0;
-    if (f == NULL || fscanf(f, "%lu", &pages) != 1) {
-        fprintf(stderr, "FAIL: cannot read /proc/self/statm\n");
-        exit(1);
-    }
-    fclose(f);
-    return pages * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 int main(void) {
     /* The first allocations (thread cache, page map root leaf) before the
      * limit, so that the limit bounds the heap, not the set-up. */
     hc_free(hc_malloc(8));
     hc_free(hc_malloc(1000));
-    struct rlimit limit = {address_space_bytes() + HEADROOM, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &limit) != 0) {
-        perror("FAIL: setrlimit");
-        return 1;
-    }
+    limit_address_space(HEADROOM);
 
     size_t big = 0;
     while (big < MAX_BLOCKS && (blocks[big] = hc_malloc(1000)) != NULL) big++;
