@@ -116,6 +116,31 @@ static void check_empty_list(const hc_free_list *list) {
                              "its count says objects are left: a double free or a write after free");
 }
 
+/* hc_free's push. The hardened build puts the block second, behind the
+ * list's head (harden_link_behind), so that the next malloc of its class
+ * returns another block; with an empty list it is the head. */
+HC_INLINE void free_push(hc_free_list *list, void *ptr) {
+#if HC_HARDENED
+    void *head = list->head;
+    if (HC_LIKELY(head != NULL)) {
+        uintptr_t t = harden_slot_key(ptr);
+        track_internal_begin(ptr, HARDEN_LINK_BYTES);
+        track_internal_begin(head, HARDEN_LINK_BYTES);
+        harden_check_not_free(ptr, t);
+        int linked = harden_link_behind(head, ptr, t);
+        track_internal_end(head, HARDEN_LINK_BYTES);
+        track_internal_end(ptr, HARDEN_LINK_BYTES);
+        if (HC_UNLIKELY(!linked)) {
+            harden_corrupt_link_last(head); /* head's link was overwritten */
+            return;
+        }
+        fl_room_down(list);
+        return;
+    }
+#endif
+    fl_push(list, ptr);
+}
+
 /* ---- Out of memory: rescues (layer_hooks.h) ------------------------------------- */
 
 /* Calls whose retry after hc_layer_reclaim_for_retry succeeded (hc_stats). */
@@ -340,7 +365,13 @@ HC_EXPORT void *hc_malloc(size_t size) {
         return malloc_at_sample_point(size);
 #endif
     if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE)) { /* size 0: lists[0], a miss (thread_cache.h) */
-        void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
+        hc_free_list *list = tc_list_small(tc_current, size);
+#if defined(__x86_64__)
+        /* The list in rdx: then the block is popped into rax, the return
+         * register, and needs no move there (one instruction a malloc). */
+        __asm__("" : "+d"(list));
+#endif
+        void *obj = tc_list_try_alloc(list);
         if (HC_LIKELY(obj != NULL)) {
             note_alloc(obj, size, 0);
             return obj;
@@ -391,7 +422,7 @@ HC_EXPORT void hc_free(void *ptr) {
             note_free_unsized(ptr, (unsigned)(class_offset / PM_CLASS_STRIDE));
             if (HC_UNLIKELY(!fl_tag_free(ptr)))
                 free_of_free(ptr, pm_class_of(ptr) * PM_CLASS_STRIDE);
-            fl_push(list, ptr);
+            free_push(list, ptr);
             return;
         }
         /* The class read again, not kept: then the fast path adds it to
