@@ -28,7 +28,9 @@
  *     realloc know these addresses (harden_is_zero_size);
  *   - a freed block is not handed straight back: free links it behind its
  *     list's head (harden_link_behind), so the next malloc of the class
- *     returns another block.
+ *     returns another block;
+ *   - C++ sized delete checks its size against the block's class
+ *     (harden_sized_delete).
  *
  * The default build keeps one of these ideas, cheap enough for every free:
  * free's tag. hc_free (stage 3) writes harden_free_tag(block) into its second
@@ -150,6 +152,14 @@ HC_INLINE int harden_link_behind(void *head, void *slot, uintptr_t t) {
 /* harden_corrupt_link for a caller that calls it last: not declared
  * noreturn, so the call is a jump, and the fast path keeps no frame for it. */
 __attribute__((cold)) void harden_corrupt_link_last(const void *slot);
+/* The hardened drop-in's sized delete (stage 4's dropin_new.cc): frees
+ * `ptr` after checking that `size` names the class of its block (stage 3's
+ * malloc.c defines it). Stops a delete as the wrong type or the wrong form
+ * (`delete` of a `new char[4096]` gives 1) before the block reaches a list
+ * it does not belong to. A large or zero-size block is freed by address
+ * unchecked (a sampled or aligned block may be large for a small size). */
+void harden_sized_delete(void *ptr, size_t size);
+
 /* The default build's free tag: the hardened one above does its work. */
 HC_INLINE int harden_tag_free(void *slot) { (void)slot; return 1; }
 

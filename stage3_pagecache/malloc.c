@@ -434,6 +434,17 @@ HC_EXPORT void hc_free(void *ptr) {
     /* LAB END: free_dispatch */
 }
 
+#if HC_HARDENED
+void harden_sized_delete(void *ptr, size_t size) {
+    if (ptr != NULL && !harden_is_zero_size(ptr)) {
+        unsigned cls = pm_class_of(ptr);
+        if (cls != 0 && (size - 1 >= HC_MAX_SMALL_SIZE || sc_index(size) != cls))
+            hc_fatal_pointer("delete(): wrong size for the block at", ptr);
+    }
+    hc_free(ptr);
+}
+#endif
+
 /* ---- The rest of the API ----------------------------------------------------------- */
 
 HC_EXPORT void *hc_calloc(size_t count, size_t size) {

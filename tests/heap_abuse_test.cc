@@ -325,4 +325,25 @@ TEST(HeapAbuseDeathTest, DoubleFreeAfterAMalloc) {
                               "0x[0-9a-f]+ .*\n$");
 }
 
+#if HC_HARDENED
+// The hardened drop-in's sized delete: a size of another class stops (the
+// `delete` of a `new char[4096]` gives 1; a wrong type another size); the
+// sizes of the block's own class free it.
+TEST(HeapAbuseDeathTest, SizedDeleteWithTheWrongSizeAborts) {
+    constexpr const char *kWrongSize = "^hcmalloc: delete\\(\\): wrong size for the block at 0x[0-9a-f]+\n$";
+    void *array = hc_malloc(4096);
+    ASSERT_NE(array, nullptr);
+    EXPECT_EXIT(harden_sized_delete(array, 1), KilledBySignal(SIGABRT), kWrongSize);
+    EXPECT_EXIT(harden_sized_delete(array, 4096 + 1), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_delete(array, 4096);
+    void *small = hc_malloc(72);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EXIT(harden_sized_delete(small, 16), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_delete(small, 65); /* 65..80: the 80-byte class */
+    void *large = hc_malloc(1 << 20);
+    ASSERT_NE(large, nullptr);
+    harden_sized_delete(large, 1); /* a large block: by address, unchecked */
+}
+#endif
+
 }  // namespace
