@@ -24,9 +24,10 @@ which is the bench itself), not a peer's.
 
 Writes a table per workload to stdout (report.py), a progress line per run
 with the time left to stderr, and results.csv, chart.svg (chart.py; also
-churn.csv, results.md, machine.txt) into bench-results/ at the workspace
+churn.csv, results.md, machine.txt, command.txt) into bench-results/ at the workspace
 root, or --out. `--callgrind` counts instructions instead (exact,
-repeatable) and writes callgrind.csv. `--heapmap WORKLOAD` runs one
+repeatable) and writes callgrind.csv; `--latency` times every malloc of
+bench/latency.c and writes latency.csv. `--heapmap WORKLOAD` runs one
 workload once under stage 4's traced drop-in and writes its heap maps and
 tier-traffic picture (docs/stage3.md).
 """
@@ -35,6 +36,7 @@ import argparse
 import math
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -55,7 +57,7 @@ from report import fmt_int, fmt_ns
 WORKLOADS = {}
 
 # The tour, what `bazel run //bench` runs with no options: the six workloads
-# that tell the story of the layers (docs/benchmarks.md, section 3: the fast
+# that tell the story of the layers (docs/benchmarks.md, section 4: the fast
 # path; objects that live a while; sizes as programs use them; memory handed
 # between threads; large blocks through the page cache; threads that come
 # and go, with the memory each leaves behind), at 1 thread and as many as
@@ -468,6 +470,48 @@ def bench_callgrind(args, allocators, out_dir):
     return 0
 
 
+# ---- --latency: every malloc timed ------------------------------------------------------------
+
+LATENCY_FIGURES = re.compile(r"over (\d+) calls, ns: p50 (\d+), p99 (\d+), p99.9 (\d+), p99.99 (\d+), max (\d+)")
+
+
+def bench_latency(args, allocators, out_dir):
+    """bench/latency.c under every malloc/free allocator (the stages' sized
+    rows have no malloc to preload): each malloc timed, the percentiles the
+    median over the repetitions, interleaved and rotated like the timing
+    runs; writes latency.csv."""
+    program = os.path.join(runfiles_root(), "bench", "latency")
+    order = [a for a in allocators if not a.sized]
+    runs = {a.name: [] for a in order}
+    live_mib = "%g" % (64 * args.scale)
+    for rep in range(args.reps):
+        for a in order[rep % len(order):] + order[:rep % len(order)]:
+            status, out, err = run_child([program, live_mib], a.env(), timeout_s=600)
+            found = LATENCY_FIGURES.search(out)
+            if status != 0 or not found:
+                sys.stderr.write("bench: latency under %s failed: %s\n" % (a.name, why_it_failed(status, err)))
+                if a.must_work:
+                    return 1
+                continue
+            runs[a.name].append([int(x) for x in found.groups()[1:]])
+            sys.stderr.write("latency %-20s rep %d/%d: p99 %s ns\n" % (a.name, rep + 1, args.reps, found.group(3)))
+    heads = ["p50", "p99", "p99.9", "p99.99", "max"]
+    print()
+    print("== latency: ns per malloc, every call timed (bench/latency.c, %s MiB live; median of %d)"
+          % (live_mib, args.reps))
+    print("%-20s" % "allocator" + "".join("%12s" % h for h in heads))
+    with open(os.path.join(out_dir, "latency.csv"), "w") as f:
+        f.write("allocator," + ",".join("ns_" + h.replace(".", "_") for h in heads) + "\n")
+        for a in order:
+            if not runs[a.name]:
+                continue
+            medians = [statistics.median(r[i] for r in runs[a.name]) for i in range(len(heads))]
+            print("%-20s" % a.name + "".join("%12d" % m for m in medians))
+            f.write(a.name + "," + ",".join("%d" % m for m in medians) + "\n")
+    sys.stderr.write("bench: wrote latency.csv to %s\n" % out_dir)
+    return 0
+
+
 # ---- --heapmap: pictures of one run ------------------------------------------------------------
 
 
@@ -556,6 +600,9 @@ def parse_args(argv, allocators):
                    help="pairs in the measured callgrind loop (default: %s)" % fmt_int(DEFAULT_CALLGRIND_ITERS))
     p.add_argument("--side-threads", metavar="N", type=int, default=300,
                    help="manythreads, latethreads: the other threads, 1..4000 (default: 300)")
+    p.add_argument("--latency", action="store_true",
+                   help="instead: time every malloc of bench/latency.c's workload under each malloc/free "
+                        "allocator; p50..p99.99 and max, median of --reps")
     p.add_argument("--heapmap", metavar="WORKLOAD", default=None,
                    help="instead: run WORKLOAD once under stage 4's traced drop-in and write its heap "
                         "maps (at the peak and the end) and tier-traffic picture")
@@ -659,12 +706,17 @@ def main(argv):
     machine = machine_line(allocators)
     with open(os.path.join(out_dir, "machine.txt"), "w") as f:
         f.write(machine + "\n")
+    # What was run, for bench/publish.py to print beside the results.
+    with open(os.path.join(out_dir, "command.txt"), "w") as f:
+        f.write("bazel run //bench" + (" -- " + " ".join(argv) if argv else "") + "\n")
     print(machine)
     sys.stderr.write("bench: allocators: %s\n" % " ".join(a.name for a in allocators))
     if args.callgrind:
         return bench_callgrind(args, allocators, out_dir)
     if args.heapmap:
         return bench_heapmap(args, out_dir)
+    if args.latency:
+        return bench_latency(args, allocators, out_dir)
     sys.stderr.write("bench: %sworkloads %s, threads %s, %d rep%s, scale %g\n" % (
         "the tour: " if args.tour else "", ",".join(args.workloads), ",".join(map(str, args.threads)),
         args.reps, "" if args.reps == 1 else "s", args.scale))

@@ -121,6 +121,18 @@ grep -q '^tight,crashing,1,,,,0,crashed (SIGSEGV) in run 1 of 1$' "$crash/result
     || fail "results.csv does not report the crash: $(grep crashing "$crash/results.csv")"
 grep -q 'failed, no bar: crashing, 1 thread: crashed (SIGSEGV)' "$crash/chart.svg" || fail "chart.svg does not name the crash"
 
+# --latency (bench/latency.c, every malloc timed): a row of five figures for
+# glibc and the drop-in in latency.csv, the table on stdout.
+latency="$(dirname "$out")/latency"
+"$bench" --latency --quick --allocators glibc,stage4_dropin --out "$latency" >"$latency.stdout" 2>"$latency.stderr" \
+    || { cat "$latency.stderr" >&2; fail "--latency failed"; }
+head -1 "$latency/latency.csv" | grep -qx 'allocator,ns_p50,ns_p99,ns_p99_9,ns_p99_99,ns_max' \
+    || fail "latency.csv's header: $(head -1 "$latency/latency.csv")"
+for a in glibc stage4_dropin; do
+    grep -qE "^$a(,[0-9]+){5}\$" "$latency/latency.csv" || fail "latency.csv has no row for $a"
+done
+grep -q '^== latency: ns per malloc' "$latency.stdout" || fail "--latency printed no table"
+
 # Bad options: one line on stderr, exit status 2.
 for bad in "--threads 17" "--workloads nosuch" "--allocators nosuch" "--reps 0" "--no-such-option" \
     "--full --workloads tight" "--peer nosuch"; do

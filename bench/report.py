@@ -50,7 +50,7 @@ def print_table(workload, info, rows, allocators, threads):
     what, article = info
     churn = workload == "churn"
     print()
-    print("== %s: %s (article %s)" % (workload, what, article))
+    print("== %s: %s (%s)" % (workload, what, source(article)))
     head = "%7s  %-20s %12s %9s %14s" % ("threads", "allocator", "ns/pair", "x glibc", "peak RSS KiB")
     if churn:
         head += " %16s" % "mapped KiB, end"
@@ -123,6 +123,12 @@ def write_churn_csv(path, churn_rows, threads, allocators):
 # ---- Markdown, for docs/benchmarks.md -----------------------------------------------------------
 
 
+def source(article):
+    """What a workload models: allocator articles by number (docs/README.md's
+    Sources), or the program it stands for."""
+    return "article " + article if article[:1].isdigit() else "after " + article
+
+
 def write_markdown(path, results, workloads, info, threads, allocators, machine):
     """The tables of a run, one per workload, ready to paste into the docs."""
     counts = " / ".join("%d" % t for t in threads)
@@ -138,8 +144,8 @@ def write_markdown(path, results, workloads, info, threads, allocators, machine)
     for wl in workloads:
         rows = results[wl]
         what, article = info[wl]
-        lines.append("**%s** (%s; article %s): ns per pair and ratio to glibc; peak RSS in MiB"
-                     % (wl, what, article))
+        lines.append("**%s** (%s; %s): ns per pair and ratio to glibc; peak RSS in MiB"
+                     % (wl, what, source(article)))
         lines.append("")
         head = "| allocator | %s | peak RSS, %s thr |" % (" | ".join("%d thr" % t for t in threads), counts)
         if wl == "churn":

@@ -46,7 +46,7 @@ long run_churn(const workload *wl, int threads, long per_thread, uint64_t max_ns
     return r * threads * CHURN_BLOCKS;
 }
 
-/* ---- manythreads, latethreads: a fresh thread among many others (issue 12) -----
+/* ---- manythreads, latethreads: a fresh thread among many others -----------------
  * Before mixed's loop is timed on THREADS fresh threads, BENCH_SIDE_THREADS
  * (default 300) other threads each malloc and free SIDE_BLOCKS blocks of
  * 16 B..4 KiB. In manythreads they stay alive and idle until the run ends

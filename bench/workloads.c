@@ -217,7 +217,7 @@ static void *consumer_worker(void *arg) {
     return NULL;
 }
 
-/* ---- handoff: xthread with sizes 16..512 B mixed (issue 24) ---------------------
+/* ---- handoff: xthread with sizes 16..512 B mixed (mimalloc-bench's xmalloc-test) -
  * The pattern of mimalloc-bench's xmalloc-test: every block is freed by a
  * thread that did not allocate it, and the blocks are of many size classes,
  * so a cross-thread free lands in a different list each time. */
@@ -386,7 +386,7 @@ static void *longspans_worker(void *arg) {
     return NULL;
 }
 
-/* ---- mapchurn: a map's entries, a large live set, half replaced (issue 24) -------
+/* ---- mapchurn: a map's entries, a large live set, half replaced ------------------
  * The allocations of a std::map<int, std::string> of MAP_LIVE entries per
  * thread, in C: an entry is a node (48..96 B) and its string (16..128 B),
  * allocated back to back, as the map's insert makes them. Entries are
@@ -397,12 +397,12 @@ static void *longspans_worker(void *arg) {
  * allocator puts a re-inserted node and its string, relative to its
  * neighbours in key order, is what the walk's cache misses pay for. Every
  * thread keeps its own map of MAP_LIVE entries, so the work grows with the
- * threads; the issue's program is two threads of 500,000 each (--scale 2:
+ * threads; the program it models is two threads of 500,000 each (--scale 2:
  * at 500,000, glibc took 1.7 s of the 2 s limit with 2 threads on an idle
  * 2-core machine, and ran into it under load). A pair is a node's or a
  * string's malloc and free. */
 
-#define MAP_LIVE     250000 /* entries per thread at --scale 1 (--scale 2: the issue's) */
+#define MAP_LIVE     250000 /* entries per thread at --scale 1 (--scale 2: the modelled program's) */
 #define MAP_PASSES   3
 #define MAP_NODE_MIN 48
 #define MAP_NODE_MAX 96
@@ -491,7 +491,7 @@ static void *mapchurn_worker(void *arg) {
     return NULL;
 }
 
-/* ---- strgrow: strings grown one byte at a time, in turn (issue 24) --------------
+/* ---- strgrow: strings grown one byte at a time, in turn ---------------------------
  * STRGROW_LENGTH-byte strings, per_thread / STRGROW_LENGTH of them on each
  * thread: all start at 1 byte, then each in turn is grown by
  * realloc(s, len + 1) and the new byte written, until every one holds
@@ -632,18 +632,18 @@ const workload workloads[] = {
     {"longspans", "2.5..3.5 MiB malloc/free with 10,000 free holes of 1..2 MiB around", "001",
      100e3, 0, run_per_thread_loops, longspans_worker},
     {"handoff", "threads = producer/consumer pairs; producers malloc 16..512 B, consumers free",
-     "issue 24", 4e6, 0, run_handoff, NULL},
+     "xmalloc-test (mimalloc-bench)", 4e6, 0, run_handoff, NULL},
     {"mapchurn", "a map of 250,000 entries (node 48..96 B + string 16..128 B) per thread, "
-                 "half erased and re-inserted, walked; 3 passes", "issue 24",
+                 "half erased and re-inserted, walked; 3 passes", "a churned std::map",
      MAP_LIVE, 0, run_whole_per_thread, mapchurn_worker},
     {"strgrow", "500 strings grown in turn by realloc(s, len + 1) to 16 KiB each "
                 "(--scale 4: 2,000)",
-     "issue 24", 500.0 * STRGROW_LENGTH, 1, run_per_thread_loops, strgrow_worker},
+     "strings appended to", 500.0 * STRGROW_LENGTH, 1, run_per_thread_loops, strgrow_worker},
     {"manythreads", "mixed's loop on fresh threads while --side-threads idle threads live, "
-                    "each after 100 mallocs of 16 B..4 KiB", "issue 12",
+                    "each after 100 mallocs of 16 B..4 KiB", "thread-per-connection servers",
      4e6, 0, run_among_idle_threads, mixed_worker},
     {"latethreads", "mixed's loop on fresh threads after --side-threads threads made their first "
-                    "100 mallocs in the last pthread-key destructor round", "issue 12",
+                    "100 mallocs in the last pthread-key destructor round", "late thread-exit allocations",
      4e6, 0, run_after_late_threads, mixed_worker},
 };
 

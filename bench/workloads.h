@@ -24,7 +24,7 @@ typedef long (*workload_runner)(const workload *wl, int threads, long per_thread
 struct workload {
     const char *name;
     const char *what;    /* one line: what a run does (the tables' titles) */
-    const char *article; /* the allocator articles it models, [A0]-[A4] of docs/README.md's Sources */
+    const char *article; /* the allocator articles it models ([A0]-[A4] of docs/README.md's Sources), or the program it stands for */
     double total;        /* pairs at --scale 1 (large, bigblocks: blocks; churn: thread lifetimes;
                           * mapchurn: entries per thread, not split) */
     int needs_realloc;   /* stages 1-2 have none: their rows say so */

@@ -1,8 +1,9 @@
 /* common/free_list.h — intrusive singly linked lists of free objects.
  *
  * A free object's first word holds the pointer to the next free object, so a
- * list costs no memory beyond its head: the smallest class (8 bytes) is
- * exactly big enough for that pointer.
+ * list costs no memory beyond its head. Its second word holds free's tag
+ * (common/harden.h), so every class that serves a request has room for two
+ * words (16 bytes and up; class 1, 8 bytes, serves none: size_class.h).
  *
  * Beside the head the list keeps its limit (max_length, used from stage 2)
  * and one counter, `room`: how many more objects fit under the limit. A push

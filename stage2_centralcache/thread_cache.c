@@ -35,7 +35,8 @@
 
 /* A list never holds more than this many bytes of objects (nor fewer than
  * one batch, nor more than TC_MAX_LIST_LENGTH objects): a thread may keep
- * 1 MiB of 8-byte objects, but only four 256 KiB ones. */
+ * 1 MiB of 128-byte objects, but only 128 KiB of 16-byte ones (the length
+ * cap binds first) and four 256 KiB ones. */
 #define TC_LIST_CAP_BYTES  ((size_t)1 << 20)
 #define TC_MAX_LIST_LENGTH 8192u
 

@@ -23,7 +23,6 @@
 /* One bit per size class. */
 HC_INLINE void tc_class_set(uint64_t bits[2], unsigned cls) { bits[cls >> 6] |= (uint64_t)1 << (cls & 63); }
 HC_INLINE void tc_class_clear(uint64_t bits[2], unsigned cls) { bits[cls >> 6] &= ~((uint64_t)1 << (cls & 63)); }
-HC_INLINE int tc_class_test(const uint64_t bits[2], unsigned cls) { return (int)(bits[cls >> 6] >> (cls & 63)) & 1; }
 
 /* What layer 2 keeps per thread beside the lists: the registry's back link
  * and what the slow path learns about each list between visits. A layer

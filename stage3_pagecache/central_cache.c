@@ -26,7 +26,7 @@
  * May touch: the buckets, their transfer caches and their spans' object
  * lists (under the bucket lock), the page cache through pc_* (never with a
  * bucket lock held: see page_cache.h for the lock order), the page map
- * (lock-free reads; the class bytes of the bucket's own spans). */
+ * (lock-free reads; the class entries of the bucket's own spans). */
 #include "stage2_centralcache/central_cache.h"
 
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* stage3_pagecache/layer_hooks.h — the two places where stage 3's malloc.c
- * calls the layer above it. Stage 3 defines them as nothing
+/* stage3_pagecache/layer_hooks.h — where stage 3's malloc.c calls the layer
+ * above it (the list of these hooks: docs/design.md, "Layers and hooks"). Stage 3 defines them as nothing
  * (stage3_pagecache/layer_hooks.c); stage 4 compiles the same malloc.c by
  * label and links its own definitions (stage4_reclaim/layer_hooks.c). The
  * BUILD file picks the file: no weak symbols, and the diff between the two

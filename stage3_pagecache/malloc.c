@@ -18,7 +18,7 @@
  *     given to hc_free_sized the moment they happen.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
- * adds here goes through the two hooks of layer_hooks.h.
+ * adds here goes through the hooks of layer_hooks.h.
  * May touch: the thread cache (tc_*), the page cache (pc_*) and page map
  * (lock-free lookups), the layer hooks (layer_hooks.h), common/. */
 #include <errno.h>
@@ -349,8 +349,10 @@ static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
 #endif
 
 /* ---- Fast paths ----------------------------------------------------------------
- * hc_malloc and hc_free_sized are stage 1's: requests of 1..1024 bytes
- * (HC_TABLE_MAX_SIZE) that hit the thread cache never leave them.
+ * hc_malloc and hc_free_sized take stage 1's fast path, rewritten here for
+ * what this layer adds (the sampling build's countdown, the debug checks,
+ * the unsized free's tag): requests of 1..1024 bytes (HC_TABLE_MAX_SIZE)
+ * that hit the thread cache never leave them.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.
  * hc_free, new here, pays for the page map instead of the size: two

@@ -1,8 +1,10 @@
 /* stage3_pagecache/page_cache.c — layer 3: free spans by length, split and merge.
  *
  * Everything here runs under pc_lock (see page_cache.h for the lock order).
- * A release policy (page_policy.h) is called at the start and the end of
- * every page-cache call, under the lock. Stage 3's policy does nothing: its
+ * A release policy (page_policy.h) is called, under the lock, at the start
+ * of every page-cache call and at the end of each that changed the free
+ * spans (a call that fails, or maps or unmaps a directly mapped block,
+ * returns without the second call). Stage 3's policy does nothing: its
  * free pages stay backed for good. Stage 4 links one that gives free pages
  * back to the OS over time (stage4_reclaim/page_release.c), through the
  * mechanism at the end of this file; so every free span counts its backed
@@ -22,7 +24,7 @@
  *     whole's backed_pages), an upper bound. So backed_pages may overstate
  *     what is resident, never understate it; a release makes it exact (0).
  * May touch: span records (pool), the page map (its span entries; the
- * central cache writes the class bytes), common/os.h for new regions,
+ * central cache writes the class entries), common/os.h for new regions,
  * direct mappings and releases, the policy hooks (page_policy.h). */
 #include "stage3_pagecache/page_cache.h"
 

@@ -30,7 +30,7 @@
  * Free pages go back to the OS only when the policy of the layer above says
  * so (page_policy.h); stage 3's never does.
  * May touch: span records, the page map (its span entries; the central cache
- * writes the class bytes), common/os.h, pool.h, the policy (page_policy.h). */
+ * writes the class entries), common/os.h, pool.h, the policy (page_policy.h). */
 #ifndef HC_PAGE_CACHE_H_
 #define HC_PAGE_CACHE_H_
 

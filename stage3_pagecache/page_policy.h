@@ -1,8 +1,9 @@
 /* stage3_pagecache/page_policy.h — where the page cache calls the layer
  * above it: the policy that decides when free pages go back to the OS.
  *
- * The page cache (page_cache.c) calls the three hooks below, with its lock
- * held, on every call it serves. Stage 3 links hooks that do nothing
+ * The page cache (page_cache.c) calls the hooks below with its lock held:
+ * before and after the calls that change its spans, and before it maps
+ * more from the OS. Stage 3 links hooks that do nothing
  * (stage3_pagecache/page_policy.c: free pages stay backed for good); stage 4
  * links its release policy (stage4_reclaim/page_release.c). The BUILD file
  * picks the file, as for layer_hooks.h: no weak symbols, and the diff
@@ -25,7 +26,9 @@ void pc_policy_init(void);
  * free, resize in place), before it changes anything. */
 void pc_policy_before_call(void);
 
-/* At its end, the change made, the lock still held. */
+/* At its end, the change made, the lock still held; a call that changed no
+ * free span (it failed, or only mapped or unmapped a directly mapped block)
+ * returns without it. */
 void pc_policy_after_call(void);
 
 /* Before the page cache maps `pages` more pages from the OS (a new region,

@@ -14,7 +14,7 @@
  * list, objects_in_use and the list links while the span is SPAN_SMALL.
  * Readers without a lock (the central cache's object-to-span lookups,
  * hc_usable_size, hc_realloc, and hc_free in a debug build; a release
- * hc_free reads the page map's class byte instead) read only fields that
+ * hc_free reads the page map's class entry instead) read only fields that
  * cannot change while the pointer they hold is out: a span cannot leave
  * SPAN_SMALL while one of its objects is in use, nor SPAN_LARGE before its
  * block is freed. No bitfields: each field is its own memory location, so a
@@ -42,7 +42,9 @@ typedef enum span_state {
 
 #if HC_DEBUG
 /* One bit per object handed to the program, for catching double frees.
- * 1024 = the most objects a span holds (one page of 8-byte objects). */
+ * 1024 = the most objects a span holds (one page of class 1's 8-byte
+ * objects, which only the central cache's tests carve; 512 of 16 bytes is
+ * the most a request's class gives). */
 #define SPAN_DEBUG_MAX_OBJECTS 1024
 #endif
 
@@ -75,7 +77,7 @@ typedef struct hc_span {
     };
     /* SPAN_SMALL geometry, fixed while the span is SPAN_SMALL. */
     uint32_t object_size;
-    uint16_t object_count;   /* at most 1024 (a page of 8-byte objects) */
+    uint16_t object_count;   /* at most 1024 (span.h's bound above) */
     /* SPAN_SMALL, under the bucket lock: objects [0, carved) have been
      * handed out at least once (they are in use or on free_objects); the
      * rest were never touched. So a free of a slot at or past it is caught

@@ -79,7 +79,7 @@ HC_NEW_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { h
 HC_NEW_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { hc_free(p); }
 
 // Sized delete: by address too. hc_free_sized would skip the page map
-// (13 instructions), but it trusts its caller; hc_free's tag is what stops
+// (docs/stage3.md, section 8, counts both), but it trusts its caller; hc_free's tag is what stops
 // a double delete at the call (common/harden.h), as it stops a double free.
 // The hardened library checks the size against the block (common/harden.h).
 #if HC_HARDENED

@@ -1,5 +1,5 @@
 /* stage4_reclaim/oom_rescue_test.c — out of memory while the allocator
- * caches free memory (glibc's tst-dynarray-fail, issue 20).
+ * caches free memory (glibc's tst-dynarray-fail).
  *
  * Under an address-space limit (RLIMIT_AS, as `ulimit -v` or a container
  * sets it) the program fills the heap with 1000-byte blocks and frees them

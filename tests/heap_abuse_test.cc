@@ -147,7 +147,7 @@ TEST(HeapAbuseDeathTest, DoubleFreeWarm) {
     EXPECT_EXIT(DoubleFreeWarm(), KilledBySignal(SIGABRT), kDoubleFreeSameThread);
 }
 
-// The 1000-byte case of issue 20: 16 warm-up pairs, then a double free,
+// The 1000-byte case of the hostile-program reports: 16 warm-up pairs, then a double free,
 // which used to link the list to itself and crash two mallocs later.
 void DoubleFreeAfterWarmUpPairs() {
     for (int i = 0; i < 16; i++) hc_free(hc_malloc(1000));
@@ -251,7 +251,7 @@ TEST(HeapAbuseDeathTest, ZeroSizeBlockFreedWithItsSize) {
     EXPECT_EXIT(ZeroSizeBlockFreedWithItsSize(), ExitedWithCode(0), "");
 }
 
-// ---- A slot never handed out (issue 20, item 2) -------------------------------------
+// ---- A slot never handed out ------------------------------------------------------
 
 // p + 20 objects is a slot of p's span that no malloc has returned. The
 // hardened build tags every carved slot as free, so the free stops at the

@@ -1,4 +1,4 @@
-"""hc_reliability_tests: the checks that try hard to break a stage (issue 9).
+"""hc_reliability_tests: the checks that try hard to break a stage.
 
 hc_stage_tests (defs.bzl) calls this for every stage, which gets, in its own
 package:

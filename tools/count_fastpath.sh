@@ -22,6 +22,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The counts the docs quote for a pair of SIZE 32, per stage and FREE
+# (sized: hc_free_sized, unsized: hc_free): this table is the one place
+# they are written (docs/stage1.md, "What it costs"; docs/stage3.md, "What
+# hc_free costs"; //docs:docs_check_test holds the docs to it). The script
+# says whether it measured the same.
+documented_count() {
+    case $1/$2 in
+        stage1_threadcache/sized|stage2_centralcache/sized) echo 28 ;;
+        stage3_pagecache/sized|stage4_reclaim/sized) echo 29 ;;
+        stage3_pagecache/unsized|stage4_reclaim/unsized) echo 41 ;;
+    esac
+}
+
 stage=${1:-stage1_threadcache}
 size=${2:-32}
 free_fn=${3:-hc_free_sized}
@@ -54,6 +67,7 @@ per_pair() { # FUNCTION...: prints the command, both counts and the cost per pai
     echo "valgrind --tool=callgrind$toggles $bin $pairs_b $size $mode: $b instructions"
     awk -v a="$a" -v b="$b" -v n=$n -v what="$*" \
         'BEGIN { printf "  %s: %g per pair ((%d - %d) / %d)\n", what, (b - a) / n, b, a, n }'
+    last_per_pair=$(awk -v a="$a" -v b="$b" -v n=$n 'BEGIN { printf "%g", (b - a) / n }')
 }
 
 if [ "$mode" = sized ]; then call="hc_free_sized(p, $size)"; else call="hc_free(p)"; fi
@@ -61,3 +75,13 @@ echo "$stage, hc_malloc($size) + $call, fast path:"
 per_pair hc_malloc
 per_pair "$free_fn"
 per_pair hc_malloc "$free_fn"
+
+documented=$(documented_count "$stage" "$mode")
+if [ -n "$documented" ] && [ "$size" = 32 ] && [ -z "${HC_CONFIG:-}" ]; then
+    if [ "$last_per_pair" = "$documented" ]; then
+        echo "  the documented count ($documented, tools/count_fastpath.sh's table): the same"
+    else
+        echo "  the documented count is $documented (tools/count_fastpath.sh's table): update it and the docs" >&2
+        exit 3
+    fi
+fi

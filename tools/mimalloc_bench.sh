@@ -3,10 +3,10 @@
 # — mimalloc-bench's benchmark programs (github.com/daanx/mimalloc-bench,
 # MIT licence; not copied here: CHECKOUT is a clone of that repository)
 # under glibc, tcmalloc, jemalloc, mimalloc and hcmalloc's drop-in, the
-# table of issue 24 (docs/benchmarks.md, section 9).
+# table in docs/benchmarks.md ("mimalloc-bench's programs").
 #
 # Builds the programs as its CMakeLists.txt does (its sources, flags and
-# defines; gcc -O2, as the issue's figures were made, where its Release
+# defines; gcc -O2, as the compared figures were made, where its Release
 # build would use -O3), runs each under every allocator by LD_PRELOAD
 # (glibc: none), interleaved, the order rotated every round, and records
 # the time and the peak RSS (GNU time's %M). The time is the program's
@@ -16,7 +16,7 @@
 # run, then the medians over the rounds as ratios to glibc's, with the
 # geometric mean of each allocator's ratios.
 #
-# Arguments are the issue's where it gives them (xmalloc-test, rptest,
+# Arguments are the compared table's where it gives them (xmalloc-test, rptest,
 # mstress), else bench.sh's with $procs = the cores here, shortened where
 # noted so that a round of everything takes about 3 minutes on 2 cores.
 #   --rounds N         rounds, default 3 (the median of them is reported)

@@ -43,7 +43,7 @@ MUTANTS = [
     ("carved_not_counted", "stage1_threadcache", "thread_cache.c",
      "    __atomic_store_n(&chunks->carved_bytes, chunks->carved_bytes + n * size, __ATOMIC_RELAXED);", "",
      "conformance_test", None, "a refill does not count what it carved (stats wrong)"),
-    # ---- lab 2 (the three of issue 14 first) ------------------------------------------
+    # ---- lab 2 ---------------------------------------------------------------------------
     ("fetch_drops_span_rest", "stage2_centralcache", "central_cache.c",
      "    got = cc_cut_fresh(bucket, cls, want, first, last);\n    hc_lock_release(&bucket->lock);\n    if (!installed)",
      "    got = cc_cut_fresh(bucket, cls, want, first, last);\n    bucket->fresh = bucket->fresh_end;\n"

@@ -47,7 +47,7 @@
 # earlier tree, 385 tests, took 29 min 48 s while other builds kept the
 # load average at 6.7.) (The previous version of this
 # script, the configurations on //... and no disk cache, took 65 minutes
-# cold on a loaded machine: issue 22.)
+# cold on a loaded machine.)
 #
 # HC_SKIP_CONFIGS=1 leaves out the four configurations (a local run);
 # arguments are passed to the plain part's `bazel test`.
