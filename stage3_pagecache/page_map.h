@@ -85,7 +85,8 @@
  *   inverses       the class size's odd factor's inverse modulo 2^64;
  *   start_masks    bits 13..63 and the low log2(alignment) bits.
  * The last three make the exact object-start test: see
- * pm_small_object_start. Resident: 32 bytes per 8 KiB page of small spans. */
+ * pm_small_object_start. With the span pointer, 40 bytes per 8 KiB page of
+ * small spans are resident. */
 typedef struct pm_leaf {
     /* First: hc_free reads it, and at offset 0 its address needs no displacement. */
     uint64_t class_offsets[PM_LEAF_ENTRIES];
