@@ -51,6 +51,8 @@ void harden_corrupt_link(const void *slot) {
                          "a free object's link was overwritten: a write after free or an overflow");
 }
 
+void harden_corrupt_link_last(const void *slot) { harden_corrupt_link(slot); }
+
 void harden_free_of_free(const void *slot) {
     hc_fatal_pointer_why("free(): double free detected of", slot,
                          "the block is already free, or was never handed out");

@@ -25,7 +25,12 @@
  *     too;
  *   - malloc(0) returns a unique address in memory mapped with no access,
  *     so reading or writing the zero bytes it owns faults; free and
- *     realloc know these addresses (harden_is_zero_size).
+ *     realloc know these addresses (harden_is_zero_size);
+ *   - a freed block is not handed straight back: free links it behind its
+ *     list's head (harden_link_behind), so the next malloc of the class
+ *     returns another block;
+ *   - C++ sized delete checks its size against the block's class
+ *     (harden_sized_delete).
  *
  * The default build keeps one of these ideas, cheap enough for every free:
  * free's tag. hc_free (stage 3) writes harden_free_tag(block) into its second
@@ -119,6 +124,41 @@ HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
         ((((uintptr_t *)slot)[0] ^ t) & HARDEN_BAD_LINK_BITS) == 0)
         harden_free_of_free(slot);
 }
+
+/* Freed blocks are not handed straight back: hc_free links `slot` (its
+ * key t) behind the list's `head`, not in front of it, so the malloc after
+ * a free returns another block, and a program that frees a block and
+ * allocates the same size again does not get the block it still points
+ * to. head's next becomes slot's (re-encoded: the key cancels out), slot
+ * becomes head's: t ^ head is slot ^ key ^ head. Head's link is decoded
+ * and checked first (0 if it is bad: the caller stops the program, with
+ * harden_corrupt_link_last), so a write after free into head stops here,
+ * before its link is rewritten with a valid one. Stops: the use after
+ * free whose next malloc is the attacker's (the freed block refilled with
+ * chosen data while the program still uses it), and makes a double free
+ * after one malloc stop at its call (the block is still free). Cannot
+ * stop: reuse one malloc later, or when the list was empty. */
+HC_INLINE int harden_link_behind(void *head, void *slot, uintptr_t t) {
+    uintptr_t *h = (uintptr_t *)head, *s = (uintptr_t *)slot;
+    uintptr_t next = h[0] ^ t ^ (uintptr_t)slot ^ (uintptr_t)head; /* t ^ slot ^ head: head's key */
+    if (HC_UNLIKELY(next & HARDEN_BAD_LINK_BITS))
+        return 0;
+    s[0] = next ^ t;
+    s[1] = t;
+    h[0] = t ^ (uintptr_t)head;
+    return 1;
+}
+
+/* harden_corrupt_link for a caller that calls it last: not declared
+ * noreturn, so the call is a jump, and the fast path keeps no frame for it. */
+__attribute__((cold)) void harden_corrupt_link_last(const void *slot);
+/* The hardened drop-in's sized delete (stage 4's dropin_new.cc): frees
+ * `ptr` after checking that `size` names the class of its block (stage 3's
+ * malloc.c defines it). Stops a delete as the wrong type or the wrong form
+ * (`delete` of a `new char[4096]` gives 1) before the block reaches a list
+ * it does not belong to. A large or zero-size block is freed by address
+ * unchecked (a sampled or aligned block may be large for a small size). */
+void harden_sized_delete(void *ptr, size_t size);
 
 /* The default build's free tag: the hardened one above does its work. */
 HC_INLINE int harden_tag_free(void *slot) { (void)slot; return 1; }

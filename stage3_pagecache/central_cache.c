@@ -279,7 +279,9 @@ static void cc_check_chain(unsigned cls, void *first, uint32_t n) {
     void *obj = first;
     for (uint32_t i = 0; i < n; i++) {
         harden_check_class(obj, cls, pm_class_of(obj));
-        if (((uintptr_t)obj & pm_align_mask[cls].align_mask) != 0 || pc_span_of(obj) == NULL ||
+        size_t class_offset;
+        if (!pm_small_object_start(obj, &class_offset) || class_offset != cls * PM_CLASS_STRIDE ||
+            pc_span_of(obj) == NULL ||
             span_object_index(pc_span_of(obj), obj) < 0)
             hc_fatal_pointer_why("malloc(): corrupted free list at", obj,
                                  "a link points inside an object, not at its start");

@@ -8,15 +8,14 @@
  *     map: so hc_free, hc_usable_size, hc_realloc and hc_aligned_alloc work,
  *     and hc_free_sized uses the size only to skip the lookup;
  *   - a pointer that is not ours (foreign, stack, never mapped, in a span
- *     already given back), inside a large block, or inside a small one and
- *     not aligned for its class stops the program with
+ *     already given back), inside a large block, or anywhere in a small
+ *     span but at the start of an object stops the program with
  *     "hcmalloc: free(): invalid pointer 0x...", like glibc; hc_free reads
- *     the class from the page map, not the span (docs/stage3.md, section 7);
- *   - a debug build (--config=debug, HC_DEBUG) also checks that hc_free's
- *     pointer starts an object of its span, and keeps one bit per small
- *     object handed out, and so catches an aligned interior pointer, a
- *     double free and a wrong size given to hc_free_sized the moment they
- *     happen.
+ *     the class and the object-start test from the page map, not the span
+ *     (page_map.h, pm_small_object_start; docs/stage3.md, section 7);
+ *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
+ *     object handed out, and so catches a double free and a wrong size
+ *     given to hc_free_sized the moment they happen.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
  * adds here goes through the hooks of layer_hooks.h.
@@ -95,9 +94,9 @@ HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
 }
 
 /* A small block of class `cls` comes back through hc_free. Release builds
- * know only what the page map said (a page of a small span of class cls, an
- * address aligned for it); a debug build also finds the span and checks that
- * p starts an object of it that is handed out. */
+ * know what the page map said (p starts an object of a small span of class
+ * cls); a debug build also finds the span and checks that the object is
+ * handed out. */
 HC_INLINE void note_free_unsized(void *p, unsigned cls) {
 #if HC_DEBUG
     hc_span *span = pc_span_of(p);
@@ -115,6 +114,31 @@ static void check_empty_list(const hc_free_list *list) {
     if (HC_UNLIKELY(fl_length(list) != 0))
         hc_fatal_pointer_why("malloc(): corrupted free list at", list,
                              "its count says objects are left: a double free or a write after free");
+}
+
+/* hc_free's push. The hardened build puts the block second, behind the
+ * list's head (harden_link_behind), so that the next malloc of its class
+ * returns another block; with an empty list it is the head. */
+HC_INLINE void free_push(hc_free_list *list, void *ptr) {
+#if HC_HARDENED
+    void *head = list->head;
+    if (HC_LIKELY(head != NULL)) {
+        uintptr_t t = harden_slot_key(ptr);
+        track_internal_begin(ptr, HARDEN_LINK_BYTES);
+        track_internal_begin(head, HARDEN_LINK_BYTES);
+        harden_check_not_free(ptr, t);
+        int linked = harden_link_behind(head, ptr, t);
+        track_internal_end(head, HARDEN_LINK_BYTES);
+        track_internal_end(ptr, HARDEN_LINK_BYTES);
+        if (HC_UNLIKELY(!linked)) {
+            harden_corrupt_link_last(head); /* head's link was overwritten */
+            return;
+        }
+        fl_room_down(list);
+        return;
+    }
+#endif
+    fl_push(list, ptr);
 }
 
 /* ---- Out of memory: rescues (layer_hooks.h) ------------------------------------- */
@@ -286,7 +310,7 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
 
 /* What hc_free's fast path does not take: NULL, a large block, or an
  * invalid pointer (not ours, inside a free span, or, on a small page, not
- * aligned for the page's class). */
+ * where an object starts). */
 static HC_NOINLINE void free_unsized_slow(void *ptr) {
     if (ptr == NULL || harden_is_zero_size(ptr))
         return;
@@ -332,9 +356,10 @@ static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.
  * hc_free, new here, pays for the page map instead of the size: two
- * dependent loads (root, then the page's class in its leaf), a test of the
- * address against the class's alignment, then the same push. It never reads
- * the span record, whose cache line the central cache writes. */
+ * dependent loads (root, then the page's words in its leaf), the exact
+ * object-start test (a subtract, a multiply, a test: pm_small_object_start),
+ * then the same push. It never reads the span record, whose cache line the
+ * central cache writes. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
 #if HC_SAMPLING
@@ -342,7 +367,13 @@ HC_EXPORT void *hc_malloc(size_t size) {
         return malloc_at_sample_point(size);
 #endif
     if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE)) { /* size 0: lists[0], a miss (thread_cache.h) */
-        void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
+        hc_free_list *list = tc_list_small(tc_current, size);
+#if defined(__x86_64__)
+        /* The list in rdx: then the block is popped into rax, the return
+         * register, and needs no move there (one instruction a malloc). */
+        __asm__("" : "+d"(list));
+#endif
+        void *obj = tc_list_try_alloc(list);
         if (HC_LIKELY(obj != NULL)) {
             note_alloc(obj, size, 0);
             return obj;
@@ -378,10 +409,8 @@ _Static_assert(offsetof(tc_cache, lists) == 0, "a class offset is an offset in a
 
 HC_EXPORT void hc_free(void *ptr) {
     /* LAB BEGIN: free_dispatch */
-    /* Not the start of a small object (NULL, large, free, not ours): the
-     * slow path. The alignment test rejects most interior pointers (every
-     * one, for a power-of-two class); the exact check is the debug build's
-     * (span.h). */
+    /* Not the start of a small object (inside one, large, not ours): the
+     * slow path, which stops an invalid pointer. */
     size_t class_offset;
     if (HC_LIKELY(pm_small_object_start(ptr, &class_offset))) {
         hc_free_list *list = (hc_free_list *)((char *)tc_current + class_offset);
@@ -394,16 +423,29 @@ HC_EXPORT void hc_free(void *ptr) {
         if (HC_LIKELY(!fl_full(list))) {
             note_free_unsized(ptr, (unsigned)(class_offset / PM_CLASS_STRIDE));
             if (HC_UNLIKELY(!fl_tag_free(ptr)))
-                free_of_free(ptr, class_offset);
-            fl_push(list, ptr);
+                free_of_free(ptr, pm_class_of(ptr) * PM_CLASS_STRIDE);
+            free_push(list, ptr);
             return;
         }
-        free_small_slow_at(ptr, class_offset);
+        /* The class read again, not kept: then the fast path adds it to
+         * the cache's address straight from the page map. */
+        free_small_slow_at(ptr, pm_class_of(ptr) * PM_CLASS_STRIDE);
         return;
     }
     free_unsized_slow(ptr);
     /* LAB END: free_dispatch */
 }
+
+#if HC_HARDENED
+void harden_sized_delete(void *ptr, size_t size) {
+    if (ptr != NULL && !harden_is_zero_size(ptr)) {
+        unsigned cls = pm_class_of(ptr);
+        if (cls != 0 && (size - 1 >= HC_MAX_SMALL_SIZE || sc_index(size) != cls))
+            hc_fatal_pointer("delete(): wrong size for the block at", ptr);
+    }
+    hc_free(ptr);
+}
+#endif
 
 /* ---- The rest of the API ----------------------------------------------------------- */
 
@@ -517,14 +559,11 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
 }
 
 /* The common realloc, a string or buffer grown by a few bytes, stays in its
- * class. That case is answered here with hc_free's own test, the page map's
- * class entry and the class's alignment (pm_small_object_start), without reading the span
- * record, and without the slow path's frame: a program that grows many
- * blocks in turn otherwise pays two dependent cache misses per call (the
- * span pointer, then the span; docs/stage3.md, section 5). So a release
- * build lets an aligned interior pointer of a class that is not a power of
- * two stay where it is, as hc_free lets it through; the debug build, and
- * every call that moves a block, check the pointer exactly (block_span). */
+ * class. That case is answered here with hc_free's own exact test, the page
+ * map's words (pm_small_object_start), without reading the span record, and
+ * without the slow path's frame: a program that grows many blocks in turn
+ * otherwise pays two dependent cache misses per call (the span pointer,
+ * then the span; docs/stage3.md, section 5). */
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     /* realloc(NULL, n) is malloc(n), tested first: Lua's allocator makes
      * every object so (docs/benchmarks.md, section 9), and then it costs

@@ -35,25 +35,45 @@ TEST(MallocDeathTest, FreeOfAPointerWeDoNotOwnAborts) {
     munmap(foreign, 1 << 16);
 }
 
-// A release build checks a small pointer against its class's alignment (the
-// page map's table, no span read): 100 B is class 112 = 16 x 7, so p + 8 and
-// p + 1 are caught, p + 16 only by a debug build (docs/stage3.md).
+// Every build checks a small pointer exactly (the page map's object-start
+// test, no span read): 100 B is class 112 = 16 x 7, so p + 8, p + 1 and the
+// aligned p + 16 are all caught.
 TEST(MallocDeathTest, FreeOfAnInteriorPointerAborts) {
     char *small = static_cast<char *>(hc_malloc(100));
     char *large = static_cast<char *>(hc_malloc(1 << 20));
     ASSERT_TRUE(small && large);
     EXPECT_DEATH(hc_free(small + 8), kInvalidFree);
     EXPECT_DEATH(hc_free(small + 1), kInvalidFree);
-#if HC_DEBUG
-    EXPECT_DEATH(hc_free(small + 16), kInvalidFree) << "aligned for the class: the debug build's span check";
-#endif
+    EXPECT_DEATH(hc_free(small + 16), kInvalidFree) << "aligned for the class, inside the block";
     EXPECT_DEATH(hc_free(large + 16), kInvalidFree);
     EXPECT_DEATH(hc_free(large + HC_PAGE_SIZE), kInvalidFree) << "a page inside a large block";
     EXPECT_DEATH(hc_free_sized(large + HC_PAGE_SIZE, 1 << 20), kInvalidFree);
     EXPECT_DEATH(hc_usable_size(small + 16), "hcmalloc: malloc_usable_size\\(\\): invalid pointer 0x");
+    EXPECT_DEATH(hc_realloc(small + 16, 100), "hcmalloc: realloc\\(\\): invalid pointer 0x")
+        << "realloc's in-class shortcut uses the same test";
     EXPECT_DEATH(hc_realloc(large + 16, 10), "hcmalloc: realloc\\(\\): invalid pointer 0x");
     hc_free(small);
     hc_free(large);
+}
+
+// The sweep: in every class, the pointers inside a live block that a
+// program may plausibly pass (each multiple of 8 up to 64 bytes in, the
+// middle, the last word) stop with the message, and the block itself is
+// still freed normally afterwards. free(calloc(1, 40) + 16), in the 48-byte
+// class, is one of them.
+TEST(MallocDeathTest, FreeOfAnInteriorPointerOfEveryClassAborts) {
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        const size_t size = sc_size(cls);
+        char *p = static_cast<char *>(hc_malloc(size));
+        ASSERT_NE(p, nullptr);
+        std::vector<size_t> offsets;
+        for (size_t offset = 8; offset < size && offset <= 64; offset += 8) offsets.push_back(offset);
+        if (size > 64) offsets.insert(offsets.end(), {size / 2 & ~size_t{7}, size - 8});
+        for (size_t offset : offsets)
+            EXPECT_DEATH(hc_free(p + offset), kInvalidFree) << size << "-byte class, " << offset << " bytes in";
+        hc_free(p);
+    }
+    EXPECT_DEATH(hc_free(static_cast<char *>(hc_calloc(1, 40)) + 16), kInvalidFree);
 }
 
 // Once a span went back to the page cache its pages say class 0, so even a

@@ -15,7 +15,6 @@
 
 pm_leaf *pm_root[PM_ROOT_ENTRIES];
 uintptr_t pm_class_root[PM_ROOT_ENTRIES];
-pm_class_mask pm_align_mask[HC_NUM_CLASSES] = {[0] = {~(uintptr_t)0, 0}}; /* class 0: never aligned */
 
 /* Read by pm_get_usage from any thread, written under the page cache lock. */
 static size_t pm_leaf_nodes;
@@ -25,11 +24,11 @@ HC_INLINE size_t pm_leaf_index(uintptr_t page) { return page & (PM_LEAF_ENTRIES 
 
 /* pm_class_root's entry for `leaf`, the leaf of root entry i: where its
  * class_offsets would start if they were indexed by whole page ids
- * (unsigned arithmetic: it may wrap; only base + page * 2 is read). 0 means
+ * (unsigned arithmetic: it may wrap; only base + page * 8 is read). 0 means
  * "no leaf", and is never the value: that would take a leaf mapped at
  * exactly i * 256 KiB, which is inside the very range the leaf describes. */
 static uintptr_t pm_class_base(const pm_leaf *leaf, size_t i) {
-    return (uintptr_t)leaf->class_offsets - ((uintptr_t)i << PM_LEAF_BITS) * sizeof(uint16_t);
+    return (uintptr_t)leaf->class_offsets - ((uintptr_t)i << PM_LEAF_BITS) * sizeof(uint64_t);
 }
 
 /* A zeroed leaf, counted as metadata. */
@@ -86,17 +85,22 @@ void pm_set_range(uintptr_t first, size_t count, hc_span *span) {
     }
 }
 
-/* The largest power of two dividing `size`, at most a page, minus one; and
- * the bits above the user address space (page_map.h). */
-static uintptr_t align_mask_of(size_t size) {
-    size_t align = size & -size;
-    uintptr_t above_user_space = ~(((uintptr_t)1 << PM_ADDRESS_BITS) - 1);
-    return ((align < HC_PAGE_SIZE ? align : HC_PAGE_SIZE) - 1) | above_user_space;
+pm_start_test pm_start_test_of(size_t size) {
+    unsigned shift = (unsigned)__builtin_ctzll(size);
+    uint64_t odd = size >> shift, inverse = odd; /* right to 3 bits: odd * odd = 1 mod 8 */
+    for (int i = 0; i < 5; i++)                  /* Newton's step doubles them: 6, 12, 24, 48, 96 */
+        inverse *= 2 - odd * inverse;
+    if (shift > HC_PAGE_SHIFT)
+        shift = HC_PAGE_SHIFT; /* the mask is all ones then: only z = 0, before = 0, passes */
+    pm_start_test t = {inverse, ~(uint64_t)(HC_PAGE_SIZE - 1) | (((uint64_t)1 << shift) - 1)};
+    return t;
 }
 
 void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
-    if (cls != 0) /* the same value every time: a relaxed store is enough */
-        __atomic_store_n(&pm_align_mask[cls].align_mask, align_mask_of(sc_size(cls)), __ATOMIC_RELAXED);
+    size_t size = cls != 0 ? sc_size(cls) : 1;
+    uintptr_t start = first << HC_PAGE_SHIFT;
+    size_t objects = cls != 0 ? (count << HC_PAGE_SHIFT) / size : 0;
+    pm_start_test test = pm_start_test_of(size);
     uintptr_t page = first, end = first + count;
     while (page < end) {
         pm_leaf *leaf = __atomic_load_n(&pm_root[pm_root_index(page)], __ATOMIC_ACQUIRE);
@@ -104,10 +108,30 @@ void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
         if (leaf_end > end)
             leaf_end = end;
         /* Relaxed: the object hand-out that follows (under a bucket lock)
-         * orders this store before any free that reads it. */
-        for (; page < leaf_end; page++)
-            __atomic_store_n(&leaf->class_offsets[pm_leaf_index(page)], (uint16_t)(cls * PM_CLASS_STRIDE),
-                             __ATOMIC_RELAXED);
+         * orders these stores before any free that reads them. The class
+         * last when it is set, first when it is cleared: a page never says
+         * "class cls" with another span's test words. */
+        for (; page < leaf_end; page++) {
+            size_t i = pm_leaf_index(page);
+            if (cls == 0) {
+                __atomic_store_n(&leaf->class_offsets[i], 0, __ATOMIC_RELAXED);
+                continue;
+            }
+            /* No object in the span (a test's span too short for its
+             * class): last start 0 and a full mask pass p = 0 only. */
+            uintptr_t last = 0;
+            uint64_t inverse = 1, mask = ~(uint64_t)0;
+            if (objects != 0) {
+                size_t index = (((page + 1) << HC_PAGE_SHIFT) - 1 - start) / size;
+                last = start + (index < objects ? index : objects - 1) * size;
+                inverse = test.inverse;
+                mask = test.start_mask;
+            }
+            __atomic_store_n(&leaf->last_starts[i], last, __ATOMIC_RELAXED);
+            __atomic_store_n(&leaf->inverses[i], inverse, __ATOMIC_RELAXED);
+            __atomic_store_n(&leaf->start_masks[i], mask, __ATOMIC_RELAXED);
+            __atomic_store_n(&leaf->class_offsets[i], (uint64_t)cls * PM_CLASS_STRIDE, __ATOMIC_RELAXED);
+        }
     }
 }
 

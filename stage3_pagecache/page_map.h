@@ -5,25 +5,23 @@
  * address space (47 bits; with 8 KiB pages a page id has 47 - 13 = 34 bits)
  * with a radix tree of two fixed levels:
  *
- *     page id (34 bits) = | root 17 | leaf 17 |
+ *     page id (34 bits) = | root 19 | leaf 15 |
  *
- *   root: 2^17 pointers to leaves, a static array (1 MiB of .bss: virtual
- *         memory; only the 4 KiB pages of it that are used become resident,
- *         one for a heap within 512 GiB of address space), and beside it
- *         pm_class_root, hc_free's copy (another 1 MiB)
- *   leaf: per page of 1 GiB of address space, a span pointer (8 bytes) and
- *         a class offset (uint16_t, 2 bytes): 1.25 MiB of mapping per leaf,
- *         of which only the pages written become resident (one 4 KiB page of
- *         pointers per 4 MiB of heap, one of classes per 16 MiB)
+ *   root: 2^19 pointers to leaves, a static array (4 MiB of .bss, and as
+ *         much again for hc_free's copy, pm_class_root: virtual memory; only
+ *         the 4 KiB pages of it that are used become resident, one for a
+ *         heap within 128 GiB of address space)
+ *   leaf: per page of 256 MiB of address space, a span pointer and the four
+ *         words of hc_free's test (pm_leaf: 40 bytes a page, sizeof(pm_leaf)
+ *         of mapping per leaf), of which only the pages written become
+ *         resident: the span pointers of every page of the heap, the other
+ *         words of the pages of small spans only
  *
  * A lookup is two dependent loads, always: O(1), no hashing, no probing, no
  * lock. Leaves are mapped from the OS only when a region of the heap first
- * needs them (pm_ensure). Resident cost: 10 bytes per 8 KiB page of heap
- * (about 1/819 of the heap); mapped (what hc_stats.metadata_bytes counts): 1.25
- * MiB per GiB of address space the heap touches (tools/figures/docs_figures
- * prints these from sizeof). (Three levels of 11/11/12
- * bits, an earlier version of this map, mapped only 48 KiB per 32 MiB but
- * cost a third dependent load on every free.)
+ * needs them (pm_ensure); hc_stats.metadata_bytes counts them. (Three levels
+ * of 11/11/12 bits, an earlier version of this map, mapped less but cost a
+ * third dependent load on every free.)
  *
  * The class array is what hc_free reads. It holds, for every page of a span
  * carved into objects (SPAN_SMALL), that span's size class, and 0 for every
@@ -38,13 +36,13 @@
  * pages is written by the span's owner, the central bucket, after it gets
  * the span and before any object of it is handed out, and cleared before the
  * span goes back (pm_set_class_range); different spans own different
- * entries, and one entry is one memory location, so owners never race. Readers take
+ * words, so owners never race. Readers take
  * no lock. That is safe because
  *   - a leaf is fully built (zeroed by mmap) before a release store publishes
  *     its pointer, and readers load it with acquire, so a reader that sees a
  *     leaf sees its contents;
  *   - leaves are never freed or moved, so a pointer a reader holds stays valid;
- *   - each entry is one aligned pointer or uint16_t, written and read atomically,
+ *   - each entry is one aligned word, written and read whole,
  *     so a reader sees the old value or the new one, never half of each;
  *   - a correct program reads only entries of pages it owns (it frees a
  *     pointer it got from hc_malloc), and those were written before the block
@@ -63,22 +61,38 @@
 
 #define PM_ADDRESS_BITS 47
 #define PM_PAGE_ID_BITS (PM_ADDRESS_BITS - HC_PAGE_SHIFT) /* 34 */
-#define PM_LEAF_BITS    17
-#define PM_ROOT_BITS    (PM_PAGE_ID_BITS - PM_LEAF_BITS) /* 17 */
+/* 15, not 17: a leaf holds 40 bytes a page, and so maps 1.25 MiB. */
+#define PM_LEAF_BITS    15
+#define PM_ROOT_BITS    (PM_PAGE_ID_BITS - PM_LEAF_BITS) /* 19 */
 #define PM_LEAF_ENTRIES ((size_t)1 << PM_LEAF_BITS)
 #define PM_ROOT_ENTRIES ((size_t)1 << PM_ROOT_BITS)
 #define PM_PAGE_ID_LIMIT ((uintptr_t)1 << PM_PAGE_ID_BITS) /* one past the last page id */
 
 /* A page's class is stored times PM_CLASS_STRIDE: the byte offset of the
- * class's entry in pm_align_mask, and of its list in a thread cache (the
- * lists are the first member of a tc_cache, and sizeof(hc_free_list) is
- * PM_CLASS_STRIDE: malloc.c checks both). So hc_free goes from the page map
- * to both with no shift or multiply. */
+ * class's list in a thread cache (the lists are the first member of a
+ * tc_cache, and sizeof(hc_free_list) is PM_CLASS_STRIDE: malloc.c checks
+ * both). So hc_free goes from the page map to its list with one add. */
 #define PM_CLASS_STRIDE 16
 
+/* Per page, four words that hc_free reads, in arrays of the same stride so
+ * that one index reaches them all (pm_small_object_start):
+ *   class_offsets  SPAN_SMALL pages: class * PM_CLASS_STRIDE; else 0. A
+ *                  64-bit word, so hc_free adds it to the thread cache's
+ *                  address straight from memory.
+ *   last_starts    the last object start at or before the page's last byte
+ *                  (an object that starts on an earlier page, when none
+ *                  starts on this one);
+ *   inverses       the class size's odd factor's inverse modulo 2^64;
+ *   start_masks    bits 13..63 and the low log2(alignment) bits.
+ * The last three make the exact object-start test: see
+ * pm_small_object_start. With the span pointer, 40 bytes per 8 KiB page of
+ * small spans are resident. */
 typedef struct pm_leaf {
     /* First: hc_free reads it, and at offset 0 its address needs no displacement. */
-    uint16_t class_offsets[PM_LEAF_ENTRIES]; /* SPAN_SMALL pages: class * PM_CLASS_STRIDE; else 0 */
+    uint64_t class_offsets[PM_LEAF_ENTRIES];
+    uintptr_t last_starts[PM_LEAF_ENTRIES];
+    uint64_t inverses[PM_LEAF_ENTRIES];
+    uint64_t start_masks[PM_LEAF_ENTRIES];
     hc_span *spans[PM_LEAF_ENTRIES];
 } pm_leaf;
 
@@ -119,48 +133,64 @@ HC_INLINE unsigned pm_class_of(const void *p) {
     pm_leaf *leaf = pm_leaf_of(page);
     if (HC_UNLIKELY(leaf == NULL))
         return 0;
-    return __atomic_load_n(&leaf->class_offsets[page & (PM_LEAF_ENTRIES - 1)], __ATOMIC_RELAXED) /
-           PM_CLASS_STRIDE;
+    return (unsigned)(__atomic_load_n(&leaf->class_offsets[page & (PM_LEAF_ENTRIES - 1)],
+                                      __ATOMIC_RELAXED) /
+                      PM_CLASS_STRIDE);
 }
 
-/* pm_align_mask[cls]: an object of class cls starts at a multiple of its
- * size from a page boundary, so its address is a multiple of the largest
- * power of two dividing the size (capped at a page): p & mask must be 0.
- * One table load and a test: hc_free's interior-pointer check, which needs
- * no span. Stored (the same value, relaxed) each time a span takes class
- * cls, so while other threads read the entry: read it with a relaxed atomic
- * load too (hc_free does), since to TSan a plain read of it is a race.
- * Every mask also has bits 47..63 set, which no user-space address has
- * (pm_small_object_start), and pm_align_mask[0] is all ones: a page that is
- * not a small span's fails the test too, so hc_free needs no test of the
- * class of its own. */
-typedef struct pm_class_mask {
-    uintptr_t align_mask;
-    uintptr_t unused; /* pads the entry to PM_CLASS_STRIDE bytes */
-} pm_class_mask;
-extern pm_class_mask pm_align_mask[HC_NUM_CLASSES];
+/* hc_free's question: is `p` where an object of a small span starts? Then
+ * 1, with the page's class times PM_CLASS_STRIDE in *class_offset; else 0
+ * (inside or between objects, past a span's last object, or above user
+ * space). Pages that are not a small span's (free, large, not ours) have
+ * all four words 0 and pass with class 0; the caller turns class 0 away
+ * before it reads the object (hc_free: lists[0] is always full), and so
+ * does NULL, on a page with a leaf.
+ *
+ * The test, with d = d0 * 2^k the class size (d0 odd) and b the page's
+ * last object start: p starts an object of this page iff before = b - p is
+ * a multiple of d below a page. Multiplying by d0's inverse modulo 2^64 maps
+ * the multiples of d0 onto [0, 2^64 / d0) in order, and every other value
+ * above that (Granlund and Montgomery's divisibility test), so
+ * z = before * inverse is before / d0 exactly when d0 divides before, and
+ * huge otherwise. "Below a page, a multiple of d" is then "z < 2^13 and its
+ * low k bits zero": one AND with the page's mask. A pointer past b makes
+ * `before` wrap to nearly 2^64; one above user space (its page id is taken
+ * from the low 47 bits, so it aliases a user page) at least 2^47 - 2^19;
+ * either gives a z far above 2^13. Three loads of the same index, a
+ * subtract, a multiply and a test after the leaf's: no span is read, no
+ * divide. Plain loads: a correct program frees only a block of a page whose
+ * words were written before the block was handed out (pm_set_class_range),
+ * and plain loads let the multiply and the test read memory directly. */
+/* Word `array` of `page` in the leaf whose class root entry is `classes`. */
+#define PM_WORD(classes, page, array) \
+    (*(const uint64_t *)((classes) + offsetof(pm_leaf, array) + (page) * sizeof(uint64_t)))
 
-/* hc_free's question: may `p` be where an object of a small span starts?
- * Then 1, with the page's class times PM_CLASS_STRIDE in *class_offset;
- * else 0 (large, free, not ours, or not aligned for its class). Two loads
- * and one test after the leaf's: class 0 fails the alignment test (mask all
- * ones) for every p but NULL. NULL, on a page with a leaf, passes with
- * class 0; the caller turns class 0 away before it reads the object
- * (hc_free: lists[0] is always full). */
 HC_INLINE int pm_small_object_start(const void *p, size_t *class_offset) {
-    /* The page id of p's low 47 bits: two shifts, no mask, no compare. An
-     * address above user space aliases some user page here, but every mask
-     * of a small class has bits 47..63 set (pm_set_class_range), so the
-     * alignment test below rejects it all the same. */
+    /* The page id of p's low 47 bits: two shifts, no mask, no compare. */
     uintptr_t page = ((uintptr_t)p << (64 - PM_ADDRESS_BITS)) >> (64 - PM_ADDRESS_BITS + HC_PAGE_SHIFT);
     uintptr_t classes = __atomic_load_n(&pm_class_root[page >> PM_LEAF_BITS], __ATOMIC_ACQUIRE);
     if (HC_UNLIKELY(classes == 0))
         return 0;
-    size_t offset = __atomic_load_n((const uint16_t *)(classes + page * sizeof(uint16_t)), __ATOMIC_RELAXED);
-    *class_offset = offset;
-    const uintptr_t *mask = (const uintptr_t *)((const char *)pm_align_mask + offset);
-    return ((uintptr_t)p & __atomic_load_n(mask, __ATOMIC_RELAXED)) == 0;
+    uintptr_t before = PM_WORD(classes, page, last_starts) - (uintptr_t)p;
+    /* An empty asm that "changes" page: each load below then addresses its
+     * word as classes + page * 8 + displacement, in the instruction itself,
+     * not from a pointer computed once (one instruction more on every free). */
+    __asm__("" : "+r"(page));
+    uint64_t z = before * PM_WORD(classes, page, inverses);
+    __asm__("" : "+r"(page));
+    if (HC_UNLIKELY(z & PM_WORD(classes, page, start_masks)))
+        return 0;
+    __asm__("" : "+r"(page));
+    *class_offset = PM_WORD(classes, page, class_offsets);
+    return 1;
 }
+
+/* The per-class words of the object-start test for objects of `size`
+ * bytes: the inverse and the mask (pm_set_class_range writes them). */
+typedef struct pm_start_test {
+    uint64_t inverse, start_mask;
+} pm_start_test;
+pm_start_test pm_start_test_of(size_t size);
 
 /* ---- Writers: the caller serialises them (the page cache's lock) ----------- */
 

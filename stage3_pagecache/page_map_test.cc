@@ -18,9 +18,6 @@ extern "C" {
 
 namespace {
 
-// The alignment bits of a class mask (the bits above user space are set too).
-constexpr uintptr_t kUserBits = ((uintptr_t)1 << PM_ADDRESS_BITS) - 1;
-
 constexpr uintptr_t kLastPage = PM_PAGE_ID_LIMIT - 1;
 constexpr uintptr_t kPagesPerLeaf = PM_LEAF_ENTRIES;
 
@@ -28,8 +25,8 @@ hc_span fake_spans[64];
 
 TEST(PageMap, BitSplitCoversThe47BitAddressSpace) {
     EXPECT_EQ(PM_ROOT_BITS + PM_LEAF_BITS, 47 - HC_PAGE_SHIFT);
-    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + sizeof(uint16_t)))
-        << "a span pointer and a class offset per page";
+    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + 4 * sizeof(uint64_t)))
+        << "a span pointer and hc_free's four words per page";
     // The highest user address (just under 2^47) has the last page id.
     EXPECT_EQ(span_page_of(reinterpret_cast<void *>(((uintptr_t)1 << 47) - 1)), kLastPage);
 }
@@ -126,7 +123,6 @@ TEST(PageMap, ClassesOfARunOfPagesAcrossALeafBoundary) {
         EXPECT_EQ(pm_class_of(addr(p, HC_PAGE_SIZE - 1)), cls) << "any address in the page";
         EXPECT_EQ(pm_lookup(p), &fake_spans[12]) << "the span pointer is untouched";
     }
-    EXPECT_EQ((pm_align_mask[cls].align_mask & kUserBits), 15u) << "48 = 16 x 3: objects start at multiples of 16";
     pm_set_class_range(first, count, 0);
     for (uintptr_t p = first; p < first + count; p++) EXPECT_EQ(pm_class_of(addr(p, 0)), 0u) << p;
     pm_set_range(first, count, nullptr);
@@ -139,17 +135,53 @@ TEST(PageMap, ClassOfAnAddressOutsideTheMapIsZero) {
     EXPECT_EQ(pm_class_of(reinterpret_cast<void *>(uintptr_t{1500} << 30)), 0u) << "no leaf there";
 }
 
-TEST(PageMap, AlignMasksFollowTheClassSizes) {
+// hc_free's test is exact: for a span of every class, at every multiple of
+// 8 bytes of its pages (and one byte past each), it says yes exactly at
+// the starts of the span's objects; and never for the same addresses above
+// user space (they alias the same page-map entries).
+TEST(PageMap, ObjectStartTestIsExactForEveryClass) {
+    const uintptr_t first = 14 * kPagesPerLeaf + 3;
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+        const size_t size = sc_size(cls), pages = sc_span_pages(cls);
+        const size_t bytes = pages << HC_PAGE_SHIFT, objects = bytes / size;
+        ASSERT_EQ(pm_ensure(first, pages), 0);
+        pm_set_class_range(first, pages, cls);
+        const uintptr_t start = first << HC_PAGE_SHIFT;
+        size_t accepted = 0;
+        for (uintptr_t offset = 0; offset < bytes; offset += 8) {
+            const bool object_start = offset % size == 0 && offset / size < objects;
+            size_t class_offset = 0;
+            void *p = reinterpret_cast<void *>(start + offset);
+            ASSERT_EQ(pm_small_object_start(p, &class_offset), object_start ? 1 : 0)
+                << size << "-byte class, offset " << offset;
+            if (object_start) {
+                accepted++;
+                EXPECT_EQ(class_offset, cls * PM_CLASS_STRIDE);
+            }
+            ASSERT_EQ(pm_small_object_start(reinterpret_cast<void *>(start + offset + 1), &class_offset), 0)
+                << size << "-byte class, offset " << offset + 1;
+            for (int high : {47, 52, 63})
+                ASSERT_EQ(pm_small_object_start(reinterpret_cast<void *>((start + offset) | (uintptr_t{1} << high)),
+                                                &class_offset),
+                          0)
+                    << size << "-byte class, offset " << offset << ", bit " << high;
+        }
+        EXPECT_EQ(accepted, objects) << size << "-byte class: every object, nothing else";
+        pm_set_class_range(first, pages, 0);
+    }
+}
+
+// A span too short for its class (page_map_test's own: the buckets never
+// make one) accepts no address but NULL's.
+TEST(PageMap, ObjectStartTestOfASpanWithNoObjectAcceptsNothing) {
     const uintptr_t page = 13 * kPagesPerLeaf;
     ASSERT_EQ(pm_ensure(page, 1), 0);
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        pm_set_class_range(page, 1, cls);
-        size_t size = sc_size(cls);
-        size_t align = size & -size;
-        if (align > HC_PAGE_SIZE) align = HC_PAGE_SIZE;
-        EXPECT_EQ((pm_align_mask[cls].align_mask & kUserBits), align - 1) << "class " << cls << ", " << size << " B";
-        EXPECT_EQ((size * 3) & (pm_align_mask[cls].align_mask & kUserBits), 0u) << "object starts pass";
-    }
+    const unsigned cls = sc_index(HC_MAX_SMALL_SIZE);
+    pm_set_class_range(page, 1, cls);
+    size_t class_offset;
+    for (uintptr_t offset = 0; offset < HC_PAGE_SIZE; offset += 16)
+        ASSERT_EQ(pm_small_object_start(reinterpret_cast<void *>((page << HC_PAGE_SHIFT) + offset), &class_offset), 0)
+            << offset;
     pm_set_class_range(page, 1, 0);
 }
 
@@ -221,9 +253,9 @@ TEST(PageMap, ConcurrentReadersWhileAWriterExtendsTheTree) {
 }
 
 // hc_free's lookup (pm_small_object_start): the biased class root, the
-// alignment test that also turns away class 0 and addresses above user
-// space, and NULL, which passes with class 0 once its leaf exists (hc_free
-// then meets lists[0], always full).
+// object-start test that also turns away addresses above user space, and
+// pages of class 0 and NULL, which pass with class 0 once their leaf exists
+// (hc_free then meets lists[0], always full).
 TEST(PageMap, SmallObjectStartIsTheStartOfAnObjectOfASmallSpan) {
     const uintptr_t first = 17 * kPagesPerLeaf + 5; // not a leaf's first page: the bias matters
     ASSERT_EQ(pm_ensure(first, 2), 0);
@@ -236,7 +268,9 @@ TEST(PageMap, SmallObjectStartIsTheStartOfAnObjectOfASmallSpan) {
     EXPECT_EQ(pm_small_object_start(addr(first, 48 * 3), &offset), 1) << "an object's start";
     EXPECT_EQ(offset, cls * PM_CLASS_STRIDE) << "the class times the stride";
     EXPECT_EQ(pm_small_object_start(addr(first, 48 * 3 + 8), &offset), 0) << "inside an object";
-    EXPECT_EQ(pm_small_object_start(addr(first + 1, 0), &offset), 0) << "a page of class 0";
+    offset = 1;
+    EXPECT_EQ(pm_small_object_start(addr(first + 1, 16), &offset), 1) << "a page of class 0 passes...";
+    EXPECT_EQ(offset, 0u) << "...with class 0, which hc_free's lists[0] turns away";
     EXPECT_EQ(pm_small_object_start(addr(first + 2 * kPagesPerLeaf, 0), &offset), 0) << "no leaf there";
     void *alias = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(addr(first, 48 * 3)) | (uintptr_t{1} << 63));
     EXPECT_EQ(pm_small_object_start(alias, &offset), 0) << "above user space, aliasing an object's start";

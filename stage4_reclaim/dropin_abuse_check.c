@@ -109,6 +109,23 @@ static void never_handed_out(void) {
     not_caught();
 }
 
+/* Inside a block of a class that is not a power of two (48 bytes), at an
+ * offset aligned for it: the page map's object-start test stops it. */
+static void interior_free(void) {
+    char *p = calloc(1, 40);
+    free(p + 16);
+    not_caught();
+}
+
+/* The next slot's start, which no malloc returned (calloc(1, 300): a class
+ * no other case uses, so its span is fresh and carved in order). */
+static void next_slot(void) {
+    char *p = calloc(1, 300);
+    free(p + malloc_usable_size(p));
+    malloc_trim(0);
+    not_caught();
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -120,6 +137,8 @@ static const struct {
     {"double_free_aba", double_free_aba},
     {"double_free_threads", double_free_threads},
     {"never_handed_out", never_handed_out},
+    {"interior_free", interior_free},
+    {"next_slot", next_slot},
 };
 
 int main(int argc, char **argv) {

@@ -20,6 +20,8 @@ cases=(
     "double_free_aba caught"
     "double_free_threads caught"
     "never_handed_out caught"
+    "interior_free caught"
+    "next_slot caught"
 )
 status=0
 run() { # LIB CASE WANT

@@ -20,11 +20,12 @@
 #include <cstddef>
 #include <new>
 
-#include "common/compiler.h"
 extern "C" {
+#include "common/compiler.h"
 #include "common/fatal.h"
-}
+#include "common/harden.h"
 #include "common/hcmalloc.h"
+}
 
 // libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), by their
 // mangled names, weak: null unless the process brought libstdc++.
@@ -126,8 +127,14 @@ HC_NEW_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept {
 // Sized delete: by address too. hc_free_sized would skip the page map
 // (docs/stage3.md, section 8, counts both), but it trusts its caller; hc_free's tag is what stops
 // a double delete at the call (common/harden.h), as it stops a double free.
+// The hardened library checks the size against the block (common/harden.h).
+#if HC_HARDENED
+HC_NEW_EXPORT void operator delete(void *p, std::size_t n) noexcept { harden_sized_delete(p, n); }
+HC_NEW_EXPORT void operator delete[](void *p, std::size_t n) noexcept { harden_sized_delete(p, n); }
+#else
 HC_NEW_EXPORT void operator delete(void *p, std::size_t) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, std::size_t) noexcept { hc_free(p); }
+#endif
 
 // Aligned delete, sized or not: by address, because an aligned block may
 // sit in a larger class than its size names (hc_aligned_alloc).

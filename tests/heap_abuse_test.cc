@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <thread>
@@ -267,5 +268,82 @@ TEST(HeapAbuseDeathTest, FreeOfASlotNeverHandedOut) {
     EXPECT_EXIT(FreeOfASlotNeverHandedOut(), KilledBySignal(SIGABRT),
                 HC_HARDENED ? kDoubleFree : "^hcmalloc: free\\(\\): .* 0x[0-9a-f]+.*\n$");
 }
+
+// ---- The next slot, reuse --------------------------------------------------------
+
+// free(p + size): the start of the next slot, never handed out (a fresh
+// class's span is carved in address order). The hardened build tagged it
+// when it was carved; the default build catches it when the slot comes home.
+void FreeOfTheNextSlotsStart() {
+    char *p = static_cast<char *>(hc_malloc(320));
+    hc_free(p + 320);
+    hc_thread_flush();
+    _exit(0);
+}
+
+TEST(HeapAbuseDeathTest, FreeOfTheNextSlotsStart) {
+    EXPECT_EXIT(FreeOfTheNextSlotsStart(), KilledBySignal(SIGABRT),
+                HC_HARDENED ? kDoubleFree : "^hcmalloc: free\\(\\): .* 0x[0-9a-f]+.*\n$");
+}
+
+// A freed block is not the next malloc's in the hardened build: hc_free puts
+// it behind its list's head (harden.h). The default build is LIFO.
+TEST(HeapAbuse, FreedBlockIsNotHandedStraightBack) {
+    Warm(384);
+    void *a = hc_malloc(384);
+    hc_free(a);
+    void *b = hc_malloc(384);
+    if (HC_HARDENED)
+        EXPECT_NE(b, a) << "a use after free of a reads another block's data, not b's";
+    else
+        EXPECT_EQ(b, a);
+    void *c = hc_malloc(384);
+    EXPECT_TRUE(HC_HARDENED ? c == a : c != a) << "one malloc later it is";
+    hc_free(b);
+    hc_free(c);
+}
+
+// The old owner frees a block a second time after a malloc: in the default
+// build the malloc reused it, so that free releases the new owner's block,
+// unseen, and only the new owner's free stops. In the hardened build the
+// block was not reused, and the second free stops at its call.
+void DoubleFreeAfterAMalloc() {
+    Warm(448);
+    void *a = hc_malloc(448);
+    hc_free(a);
+    void *b = hc_malloc(448);
+    hc_free(a);
+    fprintf(stderr, "passed the old owner's free\n");
+    hc_free(b);
+    _exit(0);
+}
+
+TEST(HeapAbuseDeathTest, DoubleFreeAfterAMalloc) {
+    EXPECT_EXIT(DoubleFreeAfterAMalloc(), KilledBySignal(SIGABRT),
+                HC_HARDENED ? kDoubleFree
+                            : "^passed the old owner's free\nhcmalloc: free\\(\\): double free detected of "
+                              "0x[0-9a-f]+ .*\n$");
+}
+
+#if HC_HARDENED
+// The hardened drop-in's sized delete: a size of another class stops (the
+// `delete` of a `new char[4096]` gives 1; a wrong type another size); the
+// sizes of the block's own class free it.
+TEST(HeapAbuseDeathTest, SizedDeleteWithTheWrongSizeAborts) {
+    constexpr const char *kWrongSize = "^hcmalloc: delete\\(\\): wrong size for the block at 0x[0-9a-f]+\n$";
+    void *array = hc_malloc(4096);
+    ASSERT_NE(array, nullptr);
+    EXPECT_EXIT(harden_sized_delete(array, 1), KilledBySignal(SIGABRT), kWrongSize);
+    EXPECT_EXIT(harden_sized_delete(array, 4096 + 1), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_delete(array, 4096);
+    void *small = hc_malloc(72);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EXIT(harden_sized_delete(small, 16), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_delete(small, 65); /* 65..80: the 80-byte class */
+    void *large = hc_malloc(1 << 20);
+    ASSERT_NE(large, nullptr);
+    harden_sized_delete(large, 1); /* a large block: by address, unchecked */
+}
+#endif
 
 }  // namespace

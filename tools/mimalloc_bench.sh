@@ -21,10 +21,14 @@
 # noted so that a round of everything takes about 3 minutes on 2 cores.
 #   --rounds N         rounds, default 3 (the median of them is reported)
 #   --allocators LIST  comma-separated from glibc,tcmalloc,jemalloc,mimalloc,
-#                      dropin (default: glibc and every one found)
+#                      dropin, hardened (the hardened drop-in; default: glibc
+#                      and every one found but hardened)
 #   --programs LIST    comma-separated run names (default: all; see below)
-# The drop-in is stage 4's libhcmalloc.so, built here with --config=opt
-# (and --disk_cache=$HC_BAZEL_DISK_CACHE when that is set).
+# The drop-in is stage 4's libhcmalloc.so (hardened: libhcmalloc_hardened.so),
+# built here with --config=opt (and --disk_cache=$HC_BAZEL_DISK_CACHE when
+# that is set). HC_BENCH_PEERS="NAME=LIB,..." adds libraries of no package
+# (GrapheneOS's hardened_malloc built by its Makefile, Scudo's standalone
+# library from libclang-rt-14-dev) as more allocators, after the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,20 +70,31 @@ done
 found="glibc tcmalloc jemalloc mimalloc dropin"
 wanted=${allocators//,/ }
 [ -n "$wanted" ] || wanted=$found
+found="$found hardened"
 names=()
 for a in $wanted; do
     case " $found " in *" $a "*) ;; *) echo "mimalloc_bench: no allocator '$a' (known: $found)" >&2; exit 2 ;; esac
-    if [ "$a" != glibc ] && [ "$a" != dropin ] && [ -z "${lib[$a]:-}" ]; then
+    if [ "$a" != glibc ] && [ "$a" != dropin ] && [ "$a" != hardened ] && [ -z "${lib[$a]:-}" ]; then
         [ -n "$allocators" ] && { echo "mimalloc_bench: $a is not installed (tools/setup.sh)" >&2; exit 2; }
         continue
     fi
     names+=("$a")
+done
+for peer in ${HC_BENCH_PEERS:+${HC_BENCH_PEERS//,/ }}; do
+    [[ $peer == *=* && -f ${peer#*=} ]] || { echo "mimalloc_bench: HC_BENCH_PEERS: no library in '$peer'" >&2; exit 2; }
+    lib[${peer%%=*}]=$(cd "$(dirname "${peer#*=}")" && pwd)/$(basename "${peer#*=}")
+    names+=("${peer%%=*}")
 done
 case " ${names[*]} " in *" glibc "*) ;; *) echo "mimalloc_bench: the ratios need glibc in --allocators" >&2; exit 2 ;; esac
 if case " ${names[*]} " in *" dropin "*) true ;; *) false ;; esac; then
     bazel build ${HC_BAZEL_DISK_CACHE:+--disk_cache=$HC_BAZEL_DISK_CACHE} --config=opt \
         //stage4_reclaim:libhcmalloc.so >&2
     lib[dropin]=$PWD/bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc.so
+fi
+if case " ${names[*]} " in *" hardened "*) true ;; *) false ;; esac; then
+    bazel build ${HC_BAZEL_DISK_CACHE:+--disk_cache=$HC_BAZEL_DISK_CACHE} --config=opt \
+        //stage4_reclaim:libhcmalloc_hardened.so >&2
+    lib[hardened]=$PWD/bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc_hardened.so
 fi
 
 # ---- Building, as bench/CMakeLists.txt does.

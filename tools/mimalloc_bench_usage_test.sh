@@ -28,6 +28,7 @@ expect "is not a mimalloc-bench checkout" "$fake/nonexistent"
 expect "usage:" "$fake" --no-such-option
 expect "usage:" "$fake" --rounds
 expect "--rounds must be a positive number" "$fake" --rounds 0
+HC_BENCH_PEERS=peer=/nonexistent/lib.so expect "HC_BENCH_PEERS: no library in 'peer=/nonexistent/lib.so'" "$fake"
 expect "--rounds must be a positive number" "$fake" --rounds two
 expect "no allocator 'nosuch'" "$fake" --allocators glibc,nosuch
 expect "the ratios need glibc" "$fake" --allocators dropin

@@ -12,7 +12,7 @@
 
 int main(void) {
     pm_leaf leaf_type_only;
-    size_t entry_bytes = sizeof(leaf_type_only.class_offsets[0]) + sizeof(leaf_type_only.spans[0]);
+    size_t entry_bytes = sizeof(pm_leaf) / PM_LEAF_ENTRIES; /* the span pointer and hc_free's four words */
     unsigned smallest_served = 1;
     while (sc_index(sc_size(smallest_served)) != smallest_served)
         smallest_served++; /* class 1 is kept but serves no request (size_class.h) */
@@ -26,7 +26,7 @@ int main(void) {
     printf("pm_bytes_per_page %zu\n", entry_bytes);
     printf("pm_leaf_bytes %zu\n", sizeof(pm_leaf));
     printf("pm_leaf_mib %g\n", (double)sizeof(pm_leaf) / (1024.0 * 1024.0));
-    printf("pm_leaf_gib_covered %zu\n", (PM_LEAF_ENTRIES * HC_PAGE_SIZE) >> 30);
+    printf("pm_leaf_mib_covered %zu\n", (PM_LEAF_ENTRIES * HC_PAGE_SIZE) >> 20);
     printf("pm_heap_mib_per_class_page %zu\n",
            4096 / sizeof(leaf_type_only.class_offsets[0]) * HC_PAGE_SIZE >> 20);
     printf("pm_heap_mib_per_span_page %zu\n", 4096 / sizeof(leaf_type_only.spans[0]) * HC_PAGE_SIZE >> 20);
