@@ -70,6 +70,17 @@ void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where) {
     __atomic_store_n(&lock->held_since_ns, lock_now_ns(), __ATOMIC_RELAXED);
 }
 
+int hc_lock_try_at(hc_lock *lock, const char *what, const char *where) {
+    if (HC_UNLIKELY(hc_lock_fork_owner))
+        return 1; /* already this thread's, for fork: hc_lock_release skips it too */
+    if (pthread_mutex_trylock(&lock->mutex) != 0)
+        return 0;
+    __atomic_store_n(&lock->held_what, what, __ATOMIC_RELAXED);
+    __atomic_store_n(&lock->held_where, where, __ATOMIC_RELAXED);
+    __atomic_store_n(&lock->held_since_ns, lock_now_ns(), __ATOMIC_RELAXED);
+    return 1;
+}
+
 void hc_lock_release_at(hc_lock *lock, const char *what, const char *where) {
     if (HC_UNLIKELY(hc_lock_fork_owner))
         return;
