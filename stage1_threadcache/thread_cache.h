@@ -53,8 +53,8 @@ extern tc_cache tc_sentinel;
 
 /* ---- Fast path ------------------------------------------------------------
  * A hit costs: one TLS load, one table load for the list's offset, one load
- * and one store of the list head, the room counter (see docs/stage1.md for
- * the instruction listing). */
+ * and one store of the list head, the room counter (`objdump -d` of an
+ * opt build's hc_malloc shows them). */
 
 /* tc_list_offset[size]: where in a tc_cache the list for a request of
  * 0..HC_TABLE_MAX_SIZE bytes lies, in bytes. sc_table gives the class, but

@@ -11,7 +11,7 @@
  *     already given back), inside a large block, or inside a small one and
  *     not aligned for its class stops the program with
  *     "hcmalloc: free(): invalid pointer 0x...", like glibc; hc_free reads
- *     the class from the page map, not the span (docs/stage3.md, section 7);
+ *     the class from the page map, not the span (one load fewer);
  *   - a debug build (--config=debug, HC_DEBUG) also checks that hc_free's
  *     pointer starts an object of its span, and keeps one bit per small
  *     object handed out, and so catches an aligned interior pointer, a
@@ -519,7 +519,7 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
  * class entry and the class's alignment (pm_small_object_start), without reading the span
  * record, and without the slow path's frame: a program that grows many
  * blocks in turn otherwise pays two dependent cache misses per call (the
- * span pointer, then the span; docs/stage3.md, section 5). So a release
+ * span pointer, then the span). So a release
  * build lets an aligned interior pointer of a class that is not a power of
  * two stay where it is, as hc_free lets it through; the debug build, and
  * every call that moves a block, check the pointer exactly (block_span). */

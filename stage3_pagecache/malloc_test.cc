@@ -37,7 +37,7 @@ TEST(MallocDeathTest, FreeOfAPointerWeDoNotOwnAborts) {
 
 // A release build checks a small pointer against its class's alignment (the
 // page map's table, no span read): 100 B is class 112 = 16 x 7, so p + 8 and
-// p + 1 are caught, p + 16 only by a debug build (docs/stage3.md).
+// p + 1 are caught, p + 16 only by a debug build (it checks the span too).
 TEST(MallocDeathTest, FreeOfAnInteriorPointerAborts) {
     char *small = static_cast<char *>(hc_malloc(100));
     char *large = static_cast<char *>(hc_malloc(1 << 20));
@@ -124,9 +124,9 @@ TEST(Malloc, ReallocStaysInPlaceWhileTheClassOrPageCountFits) {
 
 // A realloc that keeps the class is answered from the page map's class entry
 // alone: the span record (a line the central cache writes) is not read, so
-// growing many blocks in turn costs no miss on it (docs/stage3.md, section
-// 5). Here the span is made to say "free" while the call runs: a realloc
-// that read it would stop the program. The debug build checks the pointer
+// growing many blocks in turn costs no miss on it. Here the span is made to
+// say "free" while the call runs: a realloc that read it would stop the
+// program. The debug build checks the pointer
 // against its span exactly, so there it would stop: not run there.
 TEST(Malloc, ReallocWithinTheClassDoesNotReadTheSpan) {
 #if HC_DEBUG

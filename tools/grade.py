@@ -26,6 +26,9 @@ limit, so an hc_fatal or a deadlock costs that test only; other targets
 (shell tests, sanitizer flavours) run in one `bazel test` and pass or fail
 as a whole. A failure's reason is the failing assertion (file:line: the
 message), the fatal message, or the sanitizer's report, not gtest's summary.
+A group lists its failures best first (failure_rank: a test's own
+assertion, the duplicate-object check first, before a fatal message), and
+the sheet opens with the one to read first.
 --quick leaves out the flavours (TSan, ASan, Valgrind, debug, the drop-in's
 programs): the plain ones first is also the fast way to iterate.
 
@@ -36,6 +39,7 @@ Weights (100 points; --quick grades out of 90 and says so):
     reliability    5  bad input, fuzz replay
     flavours      10  TSan, ASan, Valgrind, debug builds (not with --quick)
     performance   20  throughput 10 + space 10, on the traces below
+                      (--perf-only: this alone, out of 20)
 Inside a category the points are split between its targets, and a target's
 share by the fraction of its tests that pass. A target that tests code the
 handout gives (GIVEN below: e.g. lab 3's heap_map_test) weighs a quarter of
@@ -43,21 +47,27 @@ one that tests a piece the student writes; one that tests a rule the
 handout states and nothing else sees (RULES: lab 3's page_map_order_test
 and lock_order_test, lab 4's steal_test) weighs double, all or nothing.
 
-Performance index, per trace (tools/trace_driver.c: churn, ramp, threads,
-handoff, waves, large, exits; --reps runs, each a fresh process, each
-followed by libc's run of the trace: the median ratio and the best
-utilisation count),
-against the yardsticks shipped in tools/yardsticks.json (the reference of
-each stage, measured once with --reference --write-yardsticks; the figures
-are in each handout):
-    throughput  min(1, (your ops/s / libc's) / (the reference's ops/s / libc's)),
-                seconds of CPU (user + system, every thread), not of the wall
-                clock: on a shared machine wall time measures the other jobs,
-                libc malloc replaying the same trace on the same machine, in
-                turns with yours: a ratio travels between machines, ops/s do not
-    space       min(1, your utilisation / the reference's), where utilisation
-                = peak bytes the trace holds / peak bytes mapped (os_mapped_bytes)
-averaged over the traces. A trace that crashes scores 0 for both.
+Performance index, per trace (tools/trace_driver.c; stage_traces: a trace
+counts from the lab whose layer it tests, so none charges a lab for what a
+later lab fixes), --reps runs, each a fresh process: the hand-in's, the
+reference's and libc's in turns, their ratios taken rep by rep (the median
+counts) and the best utilisation of each:
+    throughput  your ops/s over the reference's, in seconds of CPU (user +
+                system, every thread), not of the wall clock: on a shared
+                machine wall time measures the other jobs
+    space       your utilisation over the reference's, where utilisation =
+                peak bytes the trace holds / peak bytes mapped (os_mapped_bytes)
+A trace's index counts up to TRACE_INDEX_MAX (a better design earns on one
+trace what it loses on another); the mean over the traces (SPACE_ONLY ones
+for space alone) is capped at 1 for the points, and what is above 1 is shown
+as credit above the reference. A trace that crashes scores 0 for both.
+The reference: with --handin, the clone's reference, its trace driver built
+once per invocation and run beside every hand-in's (the whole class meets
+the same build on the same machine at the same time; --against-yardsticks
+turns it off); in a workspace preview (no reference there), the figures
+shipped in tools/yardsticks.json, through each one's ratio to libc malloc
+run here. Re-measure them on the grading machine with
+    tools/grade.py STAGE --reference --perf-only --write-yardsticks --reps 5
 
 The score sheet is printed and written as JSON (--json, default grade.json
 in the current folder; a class: --out FOLDER, one NAME.json and NAME.txt
@@ -136,7 +146,7 @@ RULE_WEIGHT = 2.0
 FLAVOUR = re.compile(r"(_tsan|_asan|_valgrind|_debug_test|:debug_test|:dropin_[a-z_]+|:fork_test|"
                      r"_programs_test)$")
 # Tests of one reference policy that a lab leaves to the student: run and
-# shown, not counted (docs/labs/stage2.md: the policy is the lesson).
+# shown, not counted (lab 2's handout, LAB.md: the policy is the lesson).
 NOT_GRADED = {"stage2_centralcache": {"CentralCache.SlowStartGrowsTheBatchOneByOneThenByBatches"}}
 TEST_SECONDS = 60  # per googletest case: the lock watchdog fires at 10 s
 TRACE_SECONDS = 10
