@@ -57,10 +57,12 @@ counts) and the best utilisation of each:
                 machine wall time measures the other jobs
     space       your utilisation over the reference's, where utilisation =
                 peak bytes the trace holds / peak bytes mapped (os_mapped_bytes)
-A trace's index counts up to TRACE_INDEX_MAX (a better design earns on one
-trace what it loses on another); the mean over the traces (SPACE_ONLY ones
-for space alone) is capped at 1 for the points, and what is above 1 is shown
-as credit above the reference. A trace that crashes scores 0 for both.
+A trace's index counts up to TRACE_INDEX_MAX; each index is the mean over
+the traces (SPACE_ONLY ones for space alone), worth its weight times the
+index, uncapped; the performance category (the two together) is capped at
+its 20 points, so a design that beats the reference on some traces earns
+there what it loses on others, and points above 20 are shown as credit
+above the reference. A trace that crashes scores 0 for both.
 The reference: with --handin, the clone's reference, its trace driver built
 once per invocation and run beside every hand-in's (the whole class meets
 the same build on the same machine at the same time; --against-yardsticks
@@ -102,9 +104,7 @@ TRACE_FROM_STAGE = {"burst": 2, "sparse": 2, "idle": 2, "exits": 4}
 # not the allocator: their throughput is shown, not counted.
 SPACE_ONLY = {"sparse", "idle"}
 # A trace's index (yours over the reference's) counts up to this much, so
-# that one trace cannot buy all the others; the mean over the traces is
-# capped at 1 for the points (the rest is shown as credit above the
-# reference).
+# that one trace cannot buy all the others.
 TRACE_INDEX_MAX = 2.0
 YARDSTICKS = os.path.join(TOOLS, "yardsticks.json")
 TRACE_ABOUT = {
@@ -549,10 +549,12 @@ def grade_performance(runs, yardsticks, traces, measured_reference):
                      "the shipped yardsticks (tools/yardsticks.json)",
         "throughput_index": round(t_mean, 3),
         "space_index": round(s_mean, 3),
-        "above_reference": {"throughput": round(max(0.0, t_mean - 1), 3),
-                            "space": round(max(0.0, s_mean - 1), 3)},
-        "points": {"throughput": PERF_WEIGHTS["throughput"] * min(1.0, t_mean),
-                   "space": PERF_WEIGHTS["space"] * min(1.0, s_mean)},
+        # Points per index are not capped: the category's total is (grade),
+        # so throughput gained on some traces makes up space lost on others.
+        "points": {"throughput": PERF_WEIGHTS["throughput"] * t_mean,
+                   "space": PERF_WEIGHTS["space"] * s_mean},
+        "above_reference": round(max(0.0, PERF_WEIGHTS["throughput"] * t_mean +
+                                     PERF_WEIGHTS["space"] * s_mean - sum(PERF_WEIGHTS.values())), 2),
     }
 
 
@@ -618,12 +620,12 @@ def format_sheet(sheet):
         out.append(f"    {trace:8} {rate:>11} (ref x{fig(y['throughput_vs_libc'], '.2f')}) throughput "
                    f"{t['throughput_index']:.2f}{counted}   utilisation {util} "
                    f"(ref {fig(y['utilisation'], '.2f')}) space {t['space_index']:.2f}")
-    above = perf.get("above_reference", {})
     for what in ("throughput", "space"):
-        credit = f" (+{above[what]:.2f} above the reference: shown, not counted)" \
-            if above.get(what) else ""
-        out.append(f"{'  ' + what + ' index ' + str(perf[what + '_index']) + credit:48} {'':9} "
+        out.append(f"{'  ' + what + ' index ' + str(perf[what + '_index']):48} {'':9} "
                    f"{perf['points'][what]:6.2f} / {PERF_WEIGHTS[what]:5.2f}")
+    if perf.get("above_reference"):
+        out.append(f"  (performance: {perf['above_reference']:.2f} points above the reference's, "
+                   f"shown, not counted: the category is capped at {sum(PERF_WEIGHTS.values())})")
     for category, (got, out_of) in sheet["categories"].items():
         out.append(f"  {category:46} {'':9} {got:6.2f} / {out_of:5.2f}")
     out.append(f"{'TOTAL':48} {'':9} {sheet['total']:6.2f} / {sheet['out_of']:5.2f}")
@@ -666,7 +668,8 @@ def grade(bazel, workspace, stage, mode, quick, reps, jobs=1, write_yardsticks=F
             categories[category] = (sum(g["points"] for g in members), weight)
         elif not (quick and category == "flavours"):
             categories[category] = (weight, weight)  # nothing of it in this stage: free points
-    categories["performance"] = (perf["points"]["throughput"] + perf["points"]["space"],
+    categories["performance"] = (min(sum(PERF_WEIGHTS.values()),
+                                     perf["points"]["throughput"] + perf["points"]["space"]),
                                  sum(PERF_WEIGHTS.values()))
     total = sum(got for got, _ in categories.values())
     out_of = sum(w for _, w in categories.values())
@@ -712,15 +715,14 @@ def write_class_csv(path, sheets):
         w = csv.writer(f)
         cats = list(WEIGHTS) + ["performance"]
         w.writerow(["handin", "total", "out_of", "percent"] + cats +
-                   ["throughput_index", "space_index", "throughput_above_reference",
-                    "space_above_reference", "seconds", "groups_failing"])
+                   ["throughput_index", "space_index", "performance_above_reference", "seconds",
+                    "groups_failing"])
         for name, sheet in sheets:
             failing = [g["target"].split(":")[1] for g in sheet["groups"] if g["passed"] < g["total"]]
             w.writerow([name, sheet["total"], sheet["out_of"], sheet["percent"]] +
                        [round(sheet["categories"][c][0], 2) if c in sheet["categories"] else "" for c in cats] +
                        [sheet["performance"]["throughput_index"], sheet["performance"]["space_index"],
-                        sheet["performance"]["above_reference"]["throughput"],
-                        sheet["performance"]["above_reference"]["space"],
+                        sheet["performance"]["above_reference"],
                         round(sheet.get("seconds", 0)), " ".join(failing)])
 
 
