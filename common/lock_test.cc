@@ -3,6 +3,8 @@
 // places, instead of hanging until Bazel's timeout.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <thread>
 
 extern "C" {
@@ -58,6 +60,18 @@ TEST(LockWatchdog, ALockTakenByATryNamesThatPlaceWhenSomeoneWaitsForIt) {
         },
         "waited 10 s for &test_lock \\(0x[0-9a-f]+\\) at common/lock_test.cc:[0-9]+, held since "
         "common/lock_test.cc:[0-9]+ ");
+}
+
+TEST(LockWatchdog, TheEnvironmentSetsItsSeconds) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child starts afresh and reads it
+    setenv("HC_LOCK_WATCHDOG_SECONDS", "1", 1);
+    EXPECT_DEATH(
+        {
+            hc_lock_acquire(&test_lock);
+            hc_lock_acquire(&test_lock);
+        },
+        "hcmalloc: lock watchdog: waited 1 s for &test_lock");
+    unsetenv("HC_LOCK_WATCHDOG_SECONDS");
 }
 
 }  // namespace
