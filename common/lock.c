@@ -18,6 +18,24 @@ HC_THREAD_LOCAL int hc_lock_fork_owner;
 
 #include "common/fd_out.h"
 
+/* HC_LOCK_WATCHDOG_SECONDS, or the environment's (lock.h), read once. */
+static int lock_watchdog_seconds(void) {
+    static int seconds; /* 0: not read yet; a race reads the same value twice */
+    int s = __atomic_load_n(&seconds, __ATOMIC_RELAXED);
+    if (HC_LIKELY(s != 0))
+        return s;
+    const char *env = getenv("HC_LOCK_WATCHDOG_SECONDS"); /* getenv allocates nothing */
+    s = HC_LOCK_WATCHDOG_SECONDS;
+    if (env != NULL && *env != '\0') {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 3600)
+            s = (int)v;
+    }
+    __atomic_store_n(&seconds, s, __ATOMIC_RELAXED);
+    return s;
+}
+
 static long long lock_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -34,7 +52,7 @@ __attribute__((noreturn, cold)) static void lock_report(const char *verb, hc_loc
     fd_out_put(&o, "hcmalloc: lock watchdog: ");
     fd_out_put(&o, verb);
     fd_out_put(&o, " ");
-    fd_out_put_u(&o, HC_LOCK_WATCHDOG_SECONDS);
+    fd_out_put_u(&o, (unsigned)lock_watchdog_seconds());
     fd_out_put(&o, " s for ");
     fd_out_put(&o, what);
     fd_out_put(&o, " (");
@@ -56,7 +74,7 @@ void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where) {
     if (pthread_mutex_trylock(&lock->mutex) != 0) {
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += HC_LOCK_WATCHDOG_SECONDS;
+        deadline.tv_sec += lock_watchdog_seconds();
         int rc;
         do {
             rc = pthread_mutex_timedlock(&lock->mutex, &deadline);
@@ -70,11 +88,22 @@ void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where) {
     __atomic_store_n(&lock->held_since_ns, lock_now_ns(), __ATOMIC_RELAXED);
 }
 
+int hc_lock_try_at(hc_lock *lock, const char *what, const char *where) {
+    if (HC_UNLIKELY(hc_lock_fork_owner))
+        return 1; /* already this thread's, for fork: hc_lock_release skips it too */
+    if (pthread_mutex_trylock(&lock->mutex) != 0)
+        return 0;
+    __atomic_store_n(&lock->held_what, what, __ATOMIC_RELAXED);
+    __atomic_store_n(&lock->held_where, where, __ATOMIC_RELAXED);
+    __atomic_store_n(&lock->held_since_ns, lock_now_ns(), __ATOMIC_RELAXED);
+    return 1;
+}
+
 void hc_lock_release_at(hc_lock *lock, const char *what, const char *where) {
     if (HC_UNLIKELY(hc_lock_fork_owner))
         return;
     long long since = __atomic_load_n(&lock->held_since_ns, __ATOMIC_RELAXED);
-    if (since != 0 && lock_now_ns() - since > HC_LOCK_WATCHDOG_SECONDS * 1000000000LL)
+    if (since != 0 && lock_now_ns() - since > lock_watchdog_seconds() * 1000000000LL)
         lock_report("held over", lock, what, where,
                     "a lock is for a few list operations: no system call or long loop under it");
     __atomic_store_n(&lock->held_since_ns, 0, __ATOMIC_RELAXED);

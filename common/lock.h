@@ -18,7 +18,12 @@
  * instead of a test that hangs until Bazel's TIMEOUT. A lock a thread takes
  * twice (the classic lab-2 mistake) is such a wait. The optimised build
  * (--config=opt, -c opt: NDEBUG) compiles the plain mutex calls below and
- * nothing else; -DHC_LOCK_WATCHDOG=0 or =1 overrides the choice. */
+ * nothing else; -DHC_LOCK_WATCHDOG=0 or =1 overrides the choice.
+ *
+ * hc_lock_try(lock) takes the lock only if it is free: 1 when it did (the
+ * watchdog then records this holder as hc_lock_acquire would, and
+ * hc_lock_release gives it back), 0 when another thread holds it (nothing
+ * to release). For a caller that has something better to do than wait. */
 #ifndef HC_LOCK_H_
 #define HC_LOCK_H_
 
@@ -43,7 +48,10 @@
 extern HC_THREAD_LOCAL int hc_lock_fork_owner;
 
 /* Long enough that no honest wait on a loaded 2-core machine under Valgrind
- * reaches it, short enough to beat Bazel's 60 s test timeout. */
+ * reaches it, short enough to beat Bazel's 60 s test timeout. The
+ * environment's HC_LOCK_WATCHDOG_SECONDS (1 to 3600), read once, overrides
+ * it: tools/grade.py sets 3 for the plain tests it runs one by one, so a
+ * deadlocked hand-in costs a class 3 s a test, not 10. */
 #define HC_LOCK_WATCHDOG_SECONDS 10
 
 #if HC_LOCK_WATCHDOG
@@ -62,9 +70,11 @@ typedef struct hc_lock {
 #define HC_LOCK_STR(x) HC_LOCK_STR_(x)
 #define hc_lock_acquire(lock) hc_lock_acquire_at((lock), #lock, __FILE__ ":" HC_LOCK_STR(__LINE__))
 #define hc_lock_release(lock) hc_lock_release_at((lock), #lock, __FILE__ ":" HC_LOCK_STR(__LINE__))
+#define hc_lock_try(lock) hc_lock_try_at((lock), #lock, __FILE__ ":" HC_LOCK_STR(__LINE__))
 
 void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where);
 void hc_lock_release_at(hc_lock *lock, const char *what, const char *where);
+int hc_lock_try_at(hc_lock *lock, const char *what, const char *where);
 
 HC_INLINE void hc_lock_init(hc_lock *lock) {
     pthread_mutex_init(&lock->mutex, NULL);
@@ -88,6 +98,10 @@ HC_INLINE void hc_lock_acquire(hc_lock *lock) {
 HC_INLINE void hc_lock_release(hc_lock *lock) {
     if (HC_UNLIKELY(hc_lock_fork_owner)) return;
     pthread_mutex_unlock(&lock->mutex);
+}
+HC_INLINE int hc_lock_try(hc_lock *lock) {
+    if (HC_UNLIKELY(hc_lock_fork_owner)) return 1;
+    return pthread_mutex_trylock(&lock->mutex) == 0;
 }
 
 #endif /* HC_LOCK_WATCHDOG */

@@ -3,6 +3,10 @@
 // places, instead of hanging until Bazel's timeout.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <thread>
+
 extern "C" {
 #include "common/lock.h"
 }
@@ -31,6 +35,43 @@ TEST(LockWatchdog, AnOrdinaryLockAndUnlockSaysNothing) {
         hc_lock_acquire(&lock);
         hc_lock_release(&lock);
     }
+}
+
+TEST(LockWatchdog, ATryTakesAFreeLockAndRefusesAHeldOne) {
+    hc_lock lock;
+    hc_lock_init(&lock);
+    ASSERT_EQ(hc_lock_try(&lock), 1) << "a free lock is taken";
+    int taken_elsewhere = -1;
+    std::thread([&] { taken_elsewhere = hc_lock_try(&lock); }).join();
+    EXPECT_EQ(taken_elsewhere, 0) << "a lock another thread holds is refused, not waited for";
+    hc_lock_release(&lock);
+    std::thread([&] {
+        taken_elsewhere = hc_lock_try(&lock);
+        if (taken_elsewhere) hc_lock_release(&lock);
+    }).join();
+    EXPECT_EQ(taken_elsewhere, 1) << "released by hc_lock_release, it is free again";
+}
+
+TEST(LockWatchdog, ALockTakenByATryNamesThatPlaceWhenSomeoneWaitsForIt) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            if (hc_lock_try(&test_lock)) hc_lock_acquire(&test_lock);  // waits for itself
+        },
+        "waited 10 s for &test_lock \\(0x[0-9a-f]+\\) at common/lock_test.cc:[0-9]+, held since "
+        "common/lock_test.cc:[0-9]+ ");
+}
+
+TEST(LockWatchdog, TheEnvironmentSetsItsSeconds) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child starts afresh and reads it
+    setenv("HC_LOCK_WATCHDOG_SECONDS", "1", 1);
+    EXPECT_DEATH(
+        {
+            hc_lock_acquire(&test_lock);
+            hc_lock_acquire(&test_lock);
+        },
+        "hcmalloc: lock watchdog: waited 1 s for &test_lock");
+    unsetenv("HC_LOCK_WATCHDOG_SECONDS");
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
  * time, the events that move memory from one tier to another.
  *
  * Off by default: HC_TRACE_ENABLED is 0 and every macro below is an empty
- * statement, so the allocator compiles to exactly the same code (see
- * docs/stage3.md for the instruction counts). On in the *_trace targets
+ * statement, so the allocator compiles to exactly the same code as
+ * without it. On in the *_trace targets
  * (stage4_reclaim:hcmalloc_trace, libhcmalloc_trace.so), which depend on
  * //common:trace: its `defines` sets HC_TRACE_ENABLED=1 for them alone.
  *

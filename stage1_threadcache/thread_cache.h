@@ -55,8 +55,8 @@ extern tc_cache tc_sentinel;
  * A hit costs: one TLS load, one table load for the list's offset, one load
  * and one store of the list head, the link's load (malloc) or store (free),
  * malloc's store clearing free's tag in the block's second word
- * (common/harden.h), the room counter (docs/stage1.md lists the
- * instructions). */
+ * (common/harden.h), the room counter (`objdump -d` of an opt build's
+ * hc_malloc shows them). */
 
 /* tc_list_offset[size]: where in a tc_cache the list for a request of
  * 0..HC_TABLE_MAX_SIZE bytes lies, in bytes. sc_table gives the class, but

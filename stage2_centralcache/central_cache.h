@@ -38,7 +38,7 @@ HC_INLINE uint32_t cc_line_objects(unsigned cls) {
  * worth (want rounded down to cc_line_objects), one line's worth if want is
  * less. Batches cut so from a span that starts on a page share no cache
  * line with each other: two threads that each reuse their first object
- * never write one line from two cores (docs/stage2.md, "False sharing"). */
+ * never write one line from two cores (tests/false_sharing_test.cc). */
 HC_INLINE uint32_t cc_fresh_count(unsigned cls, uint32_t want) {
     uint32_t line = cc_line_objects(cls);
     return want < line ? line : want - want % line;

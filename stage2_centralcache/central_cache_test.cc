@@ -164,4 +164,57 @@ TEST(CentralCache, BucketsDoNotShareCacheLines) {
     }
 }
 
+// The span race, met every time: while this thread's cc_fetch maps a span
+// (the bucket lock released), another thread fetches the same class,
+// maps its own and installs it first. The loser must cut its batch from
+// the winner's span and unmap its own: that race is not running out of
+// memory.
+std::atomic<bool> race_armed{false};
+unsigned race_cls;
+void *race_winner_first;
+
+void WinTheSpanRace(size_t) {
+    if (!race_armed.exchange(false)) return;  // the winner's own map, or a later one
+    std::thread([] {
+        void *last;
+        ASSERT_GT(cc_fetch(race_cls, 1, &race_winner_first, &last), 0u);
+    }).join();
+}
+
+TEST(CentralCache, AFetchThatLosesTheSpanRaceCutsFromTheWinnersSpan) {
+    race_cls = sc_index(1024);
+    const size_t span_bytes = sc_span_pages(race_cls) << HC_PAGE_SHIFT;
+    ASSERT_GE(span_bytes / sc_size(race_cls), 2u) << "the winner's span must have objects left";
+    std::vector<void *> held;
+    os_set_map_observer(WinTheSpanRace);
+    bool raced = false;
+    // Whatever earlier cases gave the bucket is fetched first; then its span runs out.
+    for (int i = 0; i < 100000 && !raced; i++) {
+        hc_stats before;
+        hc_get_stats(&before);
+        race_armed = true;
+        void *first = nullptr, *last = nullptr;
+        errno = 0;
+        uint32_t got = cc_fetch(race_cls, 1, &first, &last);
+        raced = !race_armed.exchange(false);  // this fetch mapped: the observer ran the race
+        if (raced) {
+            ASSERT_GT(got, 0u) << "the fetch that lost the span race returned nothing (errno "
+                               << errno << "): another thread's span is there to cut from";
+            EXPECT_NE(first, race_winner_first) << "an object handed out twice";
+            hc_stats after;
+            hc_get_stats(&after);
+            EXPECT_EQ(after.os_mapped_bytes - before.os_mapped_bytes, span_bytes)
+                << "two spans mapped, one installed: the loser's goes back to the OS";
+            held.push_back(race_winner_first);
+        }
+        if (got > 0) held.push_back(first);
+    }
+    os_set_map_observer(nullptr);
+    ASSERT_TRUE(raced) << "no fetch mapped a span: the race never ran";
+    for (void *p : held) {
+        fl_set_next(p, nullptr);
+        cc_return(race_cls, p, p, 1);
+    }
+}
+
 }  // namespace

@@ -9,7 +9,9 @@
 //   - a list never passes its limit, and its limit never passes the cap
 //     (TC_MAX_LIST_LENGTH);
 //   - every object a refill or an overflow moves is one the program can use
-//     again (nothing lost between the layers).
+//     again (nothing lost between the layers);
+//   - a refill hands one object to the program and keeps the rest: the one
+//     it returns is not also in the list (it would be handed out twice).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -105,6 +107,35 @@ TEST(ListLimits, ObjectsMovedBetweenLayersComeBack) {
     hc_get_stats(&after);
     EXPECT_EQ(after.os_mapped_bytes, before.os_mapped_bytes)
         << "the freed objects were enough: none should have been lost on the way";
+}
+
+TEST(ListLimits, ARefillKeepsInItsListOnlyWhatItDidNotReturn) {
+    std::thread([] {
+        const unsigned cls = sc_index(kSize);
+        int refills = 0;
+        std::vector<void *> got;
+        for (int i = 0; i < 4000; i++) {
+            bool empty = fl_length(&tc_current->lists[cls]) == 0;
+            void *p = hc_malloc(kSize);
+            ASSERT_NE(p, nullptr);
+            got.push_back(p);
+            if (!empty) continue;
+            refills++;
+            const hc_free_list &list = tc_current->lists[cls];
+            std::set<void *> kept;
+            void *obj = list.head;
+            for (uint32_t k = 0; k < fl_length(&list); k++, obj = fl_next(obj)) {
+                ASSERT_NE(obj, p) << "refill " << refills << ": the object it returned is also in the "
+                                  << "list it refilled (of " << fl_length(&list) << "): handed out twice";
+                ASSERT_TRUE(kept.insert(obj).second) << "refill " << refills << ": the list holds " << obj
+                                                     << " twice";
+            }
+            ASSERT_LE(fl_length(&list), list.max_length) << "refill " << refills << ": past the limit";
+        }
+        EXPECT_GT(refills, 10);
+        for (void *p : got) hc_free_sized(p, kSize);
+        hc_thread_flush();
+    }).join();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 /* stage2_centralcache/refill_cost.c — a loop that makes the thread cache
  * refill from the central cache again and again, so callgrind can count
- * what one refill costs (docs/stage2.md shows the command). */
+ * what one refill costs: `bazel build --config=opt
+ * //stage2_centralcache:refill_cost`, then `valgrind --tool=callgrind` on it. */
 #include "common/hcmalloc.h"
 
 #define OBJECTS 3200

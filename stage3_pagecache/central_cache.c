@@ -586,7 +586,7 @@ void cc_release_cached(void) {
 
 /* A class nobody fetched from for a whole sweep period is idle: a program
  * moved on from it (strings grown by realloc leave every class they pass
- * through, docs/stage3.md, section 5). What its transfer cache and spare
+ * through on their way up). What its transfer cache and spare
  * span hold, up to CC_TRANSFER_MAX_BYTES and a span per class, would
  * otherwise wait for a fetch that may never come while the heap grows for
  * other classes. A class in use keeps its cache: it fetched. */

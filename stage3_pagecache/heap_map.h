@@ -6,8 +6,7 @@
  * backed; free and released to the OS), with a legend and the totals of
  * hc_get_stats. Stages 1 and 2 have no page heap to draw (stage 1 carves
  * per-thread chunks, stage 2 keeps spans in the central cache for good and
- * knows no span once carved), so they have no such function; see
- * docs/stage3.md.
+ * knows no span once carved), so they have no such function.
  * May touch: nothing itself; heap_map.c reads the page cache through
  * pc_visit_spans and the stats through hc_get_stats. */
 #ifndef HC_HEAP_MAP_H_

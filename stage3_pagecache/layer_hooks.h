@@ -35,7 +35,7 @@ int hc_layer_dump_heap_profile(int fd);
  * Only stage 4's profiler library (libhcmalloc_profiler.so, the
  * :hcmalloc_profiler target) compiles malloc.c with HC_SAMPLING=1; every
  * other build has none of this, and its fast path is unchanged (the
- * instruction counts in docs/stage3.md). In the sampling build hc_malloc
+ * same instructions as stage 3's). In the sampling build hc_malloc
  * first subtracts the request from this thread's countdown, one
  * thread-local subtract and a branch; when it goes below zero the request
  * may be sampled. A sampled block is given a large span of its own, marked

@@ -12,7 +12,7 @@
  *     span but at the start of an object stops the program with
  *     "hcmalloc: free(): invalid pointer 0x...", like glibc; hc_free reads
  *     the class and the object-start test from the page map, not the span
- *     (page_map.h, pm_small_object_start; docs/stage3.md, section 7);
+ *     (page_map.h, pm_small_object_start);
  *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
  *     object handed out, and so catches a double free and a wrong size
  *     given to hc_free_sized the moment they happen.
@@ -563,7 +563,7 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
  * map's words (pm_small_object_start), without reading the span record, and
  * without the slow path's frame: a program that grows many blocks in turn
  * otherwise pays two dependent cache misses per call (the span pointer,
- * then the span; docs/stage3.md, section 5). */
+ * then the span). */
 HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     /* realloc(NULL, n) is malloc(n), tested first: Lua's allocator makes
      * every object so (docs/benchmarks.md, section 9), and then it costs

@@ -144,9 +144,9 @@ TEST(Malloc, ReallocStaysInPlaceWhileTheClassOrPageCountFits) {
 
 // A realloc that keeps the class is answered from the page map's class entry
 // alone: the span record (a line the central cache writes) is not read, so
-// growing many blocks in turn costs no miss on it (docs/stage3.md, section
-// 5). Here the span is made to say "free" while the call runs: a realloc
-// that read it would stop the program. The debug build checks the pointer
+// growing many blocks in turn costs no miss on it. Here the span is made to
+// say "free" while the call runs: a realloc that read it would stop the
+// program. The debug build checks the pointer
 // against its span exactly, so there it would stop: not run there.
 TEST(Malloc, ReallocWithinTheClassDoesNotReadTheSpan) {
 #if HC_DEBUG

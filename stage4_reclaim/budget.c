@@ -91,7 +91,7 @@ static size_t tc_steal(tc_cache *tc) {
     /* LAB BEGIN: budget_steal */
     if (++tc_ext(tc)->failed_claims % TC_STEAL_BACKOFF != 1)
         return 0;
-    if (pthread_mutex_trylock(&tc_registry_lock.mutex) != 0)
+    if (!hc_lock_try(&tc_registry_lock))
         return 0; /* someone else is sweeping or creating: do not wait for them */
     tc_cache *dead = NULL;
     size_t stolen = tc_sweep_locked(tc, TC_STEAL_VISITS, &dead);

@@ -134,7 +134,7 @@ double Seconds() {
 
 // The cost of releasing: writing released pages again takes a page fault
 // per OS page; writing resident ones takes none. The faults are asserted,
-// the times only printed (docs/stage4.md quotes them).
+// the times only printed (a machine's speed is no test's business).
 TEST(Release, ReusingReleasedPagesCostsPageFaults) {
     const size_t kSize = 16 << 20;
     const size_t os_pages = kSize / (size_t)sysconf(_SC_PAGESIZE);

@@ -4,7 +4,7 @@
 // If the layer that hands objects to threads cut one thread's object and the
 // next thread's from the same 64-byte line, two threads that each reuse one
 // block would write one line from two cores: Hoard's active false sharing,
-// induced by the allocator (docs/stage2.md, "False sharing"). Each case runs
+// induced by the allocator (cc_fresh_count in central_cache.h). Each case runs
 // in a child process of its own, in which the allocator has handed out
 // nothing yet, so both objects come from never-used memory: the rule does
 // not promise anything for objects one thread freed and another got back.

@@ -5,7 +5,8 @@ usage: tools/class_handins.py STAGE OUTDIR     writes OUTDIR/NAME/STAGE/... per 
        tools/class_handins.py --list [STAGE]
 
 For each lab: the reference; a correct but naive design (a choice the
-handout leaves open, made badly); a half-done state (tools/make_lab.py
+handout leaves open, made badly); where there is one, an alternative
+design (a choice made differently and defensibly); a half-done state (tools/make_lab.py
 --keep: some pieces written, the rest still the skeleton's hc_fatal); and
 the natural bugs, each one of tools/mutants.py's (so the test that must
 catch it is named there). `tools/grade.py STAGE --handin OUTDIR` then
@@ -45,12 +46,23 @@ NAIVE = [
      "a refused claim sweeps every time (no back-off)"),
 ]
 
+# Correct designs that differ from the reference's by a considered choice:
+# (name, stage, file, old, new, what). No test must fail; the index shows
+# where the choice pays and where it costs (docs/labs/instructors.md).
+ALTERNATIVE = [
+    ("alt_doubling_slow_start", "stage2_centralcache", "thread_cache.c",
+     "    if (limit < batch)\n        tc_raise_limit(tc, cls, limit + 1);",
+     "    if (limit < batch)\n        tc_raise_limit(tc, cls, limit == 0 ? 1 : 2 * limit < batch ? 2 * limit : batch);",
+     "slow start that doubles the limit below a batch (1, 2, 4, ... 32), not + 1"),
+]
+
 # (stage, half-done: the pieces written, the bugs: mutant names)
 CLASS = {
     "stage1_threadcache": ("fast_path_pop,fast_path_push,create_cache",
                            ["refill_drops_batch", "carved_not_counted", "push_ignores_limit"]),
     "stage2_centralcache": ("central_fetch,central_return,slow_start,refill_from_central",
-                            ["fetch_drops_span_rest", "overflow_returns_all", "carve_under_lock"]),
+                            ["fetch_drops_span_rest", "overflow_returns_all", "carve_under_lock",
+                             "refill_keeps_returned", "scavenge_keeps_ran_dry", "span_race_is_enomem"]),
     "stage3_pagecache": ("page_map_lookup,page_map_insert,split,merge,free_dispatch",
                          ["merge_left_only", "span_never_returned", "give_back_under_lock",
                           "page_map_relaxed_publish", "split_loses_tail"]),
@@ -83,6 +95,10 @@ def handins(stage):
     for name, st, rel, old, new, what in NAIVE:
         if st == stage:
             out.append((name, "naive: " + what, lambda d, r=rel, o=old, n=new: write_edit(stage, r, o, n, d)))
+    for name, st, rel, old, new, what in ALTERNATIVE:
+        if st == stage:
+            out.append((name, "alternative: " + what,
+                        lambda d, r=rel, o=old, n=new: write_edit(stage, r, o, n, d)))
     missing = [n for n, *_ in [(r[0],) for r in make_lab_regions(stage)] if n not in keep.split(",")]
     out.append(("half_done", "half done: " + ", ".join(missing) + " not written",
                 lambda d: make_lab.make_lab(stage, d, force=True, keep=tuple(keep.split(",")))))

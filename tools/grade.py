@@ -26,6 +26,9 @@ limit, so an hc_fatal or a deadlock costs that test only; other targets
 (shell tests, sanitizer flavours) run in one `bazel test` and pass or fail
 as a whole. A failure's reason is the failing assertion (file:line: the
 message), the fatal message, or the sanitizer's report, not gtest's summary.
+A group lists its failures best first (failure_rank: a test's own
+assertion, the duplicate-object check first, before a fatal message), and
+the sheet opens with the one to read first.
 --quick leaves out the flavours (TSan, ASan, Valgrind, debug, the drop-in's
 programs): the plain ones first is also the fast way to iterate.
 
@@ -36,6 +39,7 @@ Weights (100 points; --quick grades out of 90 and says so):
     reliability    5  bad input, fuzz replay
     flavours      10  TSan, ASan, Valgrind, debug builds (not with --quick)
     performance   20  throughput 10 + space 10, on the traces below
+                      (--perf-only: this alone, out of 20)
 Inside a category the points are split between its targets, and a target's
 share by the fraction of its tests that pass. A target that tests code the
 handout gives (GIVEN below: e.g. lab 3's heap_map_test) weighs a quarter of
@@ -43,21 +47,29 @@ one that tests a piece the student writes; one that tests a rule the
 handout states and nothing else sees (RULES: lab 3's page_map_order_test
 and lock_order_test, lab 4's steal_test) weighs double, all or nothing.
 
-Performance index, per trace (tools/trace_driver.c: churn, ramp, threads,
-handoff, waves, large, exits; --reps runs, each a fresh process, each
-followed by libc's run of the trace: the median ratio and the best
-utilisation count),
-against the yardsticks shipped in tools/yardsticks.json (the reference of
-each stage, measured once with --reference --write-yardsticks; the figures
-are in each handout):
-    throughput  min(1, (your ops/s / libc's) / (the reference's ops/s / libc's)),
-                seconds of CPU (user + system, every thread), not of the wall
-                clock: on a shared machine wall time measures the other jobs,
-                libc malloc replaying the same trace on the same machine, in
-                turns with yours: a ratio travels between machines, ops/s do not
-    space       min(1, your utilisation / the reference's), where utilisation
-                = peak bytes the trace holds / peak bytes mapped (os_mapped_bytes)
-averaged over the traces. A trace that crashes scores 0 for both.
+Performance index, per trace (tools/trace_driver.c; stage_traces: a trace
+counts from the lab whose layer it tests, so none charges a lab for what a
+later lab fixes), --reps runs, each a fresh process: the hand-in's, the
+reference's and libc's in turns, their ratios taken rep by rep (the median
+counts) and the best utilisation of each:
+    throughput  your ops/s over the reference's, in seconds of CPU (user +
+                system, every thread), not of the wall clock: on a shared
+                machine wall time measures the other jobs
+    space       your utilisation over the reference's, where utilisation =
+                peak bytes the trace holds / peak bytes mapped (os_mapped_bytes)
+A trace's index counts up to TRACE_INDEX_MAX; each index is the mean over
+the traces (SPACE_ONLY ones for space alone), worth its weight times the
+index, uncapped; the performance category (the two together) is capped at
+its 20 points, so a design that beats the reference on some traces earns
+there what it loses on others, and points above 20 are shown as credit
+above the reference. A trace that crashes scores 0 for both.
+The reference: with --handin, the clone's reference, its trace driver built
+once per invocation and run beside every hand-in's (the whole class meets
+the same build on the same machine at the same time; --against-yardsticks
+turns it off); in a workspace preview (no reference there), the figures
+shipped in tools/yardsticks.json, through each one's ratio to libc malloc
+run here. Re-measure them on the grading machine with
+    tools/grade.py STAGE --reference --perf-only --write-yardsticks --reps 5
 
 The score sheet is printed and written as JSON (--json, default grade.json
 in the current folder; a class: --out FOLDER, one NAME.json and NAME.txt
@@ -81,7 +93,19 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 
 WEIGHTS = {"unit": 35, "conformance": 20, "stress": 10, "reliability": 5, "flavours": 10}
 PERF_WEIGHTS = {"throughput": 10, "space": 10}
-TRACES = ["churn", "ramp", "threads", "handoff", "waves", "large", "exits"]
+TRACES = ["churn", "ramp", "threads", "handoff", "burst", "sparse", "idle", "waves", "large", "exits"]
+# A trace counts from the lab whose layer it tests, so that none charges a
+# lab for what a later lab's layer fixes: burst, sparse and idle measure
+# lab 2's list policy (stage 1 has none), and exits measures lab 4's
+# reclamation (before it, an exiting thread's cache is stranded whatever
+# the lab does).
+TRACE_FROM_STAGE = {"burst": 2, "sparse": 2, "idle": 2, "exits": 4}
+# Traces whose run time is thread creation and the trace's own bookkeeping,
+# not the allocator: their throughput is shown, not counted.
+SPACE_ONLY = {"sparse", "idle"}
+# A trace's index (yours over the reference's) counts up to this much, so
+# that one trace cannot buy all the others.
+TRACE_INDEX_MAX = 2.0
 YARDSTICKS = os.path.join(TOOLS, "yardsticks.json")
 TRACE_ABOUT = {
     "churn": "random malloc/free of small sizes over 20,000 live slots",
@@ -91,7 +115,16 @@ TRACE_ABOUT = {
     "waves": "8 MiB of one size at a time, 48 B to 508 KiB, freed odd then even",
     "large": "random blocks of 32 KiB to 1 MiB, 64 live",
     "exits": "48 short-lived threads, 4 at a time, each caching 3,000 objects",
+    "burst": "64 objects of one class, then the next of 24; the cache flushed after each 24",
+    "sparse": "16 threads at once, each holding 20 objects of each of 24 classes",
+    "idle": "a list of 1 MiB left idle while its thread keeps busy; then another thread wants 1 MiB",
 }
+
+
+def stage_traces(stage):
+    """The traces that grade `stage` (TRACE_FROM_STAGE)."""
+    n = int(re.match(r"^stage([0-9]+)_", stage).group(1))
+    return [t for t in TRACES if TRACE_FROM_STAGE.get(t, 1) <= n]
 # Targets that test code the handout gives (not a piece the student
 # writes): they still must pass, but weigh GIVEN_WEIGHT of a lab target.
 GIVEN = {
@@ -113,9 +146,10 @@ RULE_WEIGHT = 2.0
 FLAVOUR = re.compile(r"(_tsan|_asan|_valgrind|_debug_test|:debug_test|:dropin_[a-z_]+|:fork_test|"
                      r"_programs_test)$")
 # Tests of one reference policy that a lab leaves to the student: run and
-# shown, not counted (docs/labs/stage2.md: the policy is the lesson).
+# shown, not counted (lab 2's handout, LAB.md: the policy is the lesson).
 NOT_GRADED = {"stage2_centralcache": {"CentralCache.SlowStartGrowsTheBatchOneByOneThenByBatches"}}
-TEST_SECONDS = 60  # per googletest case: the lock watchdog fires at 10 s
+TEST_SECONDS = 60  # per googletest case: the lock watchdog fires first
+GRADE_WATCHDOG_SECONDS = 3  # the lock watchdog's limit in the cases run one by one
 TRACE_SECONDS = 10
 
 
@@ -248,6 +282,21 @@ def failure_reason(out, limit=300):
     return _SOURCE_PATH.sub(r"\1", (rest or lines or ["(no output)"])[-1].strip())[:limit]
 
 
+_QUOTED_ASSERTION = re.compile(r"^(killed by signal \d+: )?\S+: \S+\.(cc|c|h):\d+: ")
+_DUPLICATE = re.compile(r"twice|duplicate", re.I)
+
+
+def failure_rank(failure):
+    """Which of a group's failures the sheet shows first: a test's own check
+    of an invariant (its assertion, the duplicate-object check before any
+    other) names the layer that broke; a fatal message, a signal or a time
+    limit names only where the program noticed (a refill that keeps its
+    returned object shows up as the program's "double free")."""
+    if _QUOTED_ASSERTION.match(failure):
+        return 0 if _DUPLICATE.search(failure) else 1
+    return 2
+
+
 def run_case(binary, case, env, cwd):
     try:
         done = subprocess.run([binary, f"--gtest_filter={case}"], env=env, cwd=cwd, text=True,
@@ -311,6 +360,9 @@ def grade_tests(bazel, workspace, stage, quick, jobs=1):
             group["passed"] = 0
         elif cases:
             run_env = dict(os.environ, **env)
+            # A deadlocked hand-in stops each test at the watchdog: 3 s, not
+            # the build's 10 (common/lock.h), so it costs a class seconds.
+            run_env.setdefault("HC_LOCK_WATCHDOG_SECONDS", str(GRADE_WATCHDOG_SECONDS))
             tmp = tempfile.mkdtemp(prefix="grade-test.")
             run_env["TEST_TMPDIR"] = tmp
             runfiles = binary + ".runfiles"
@@ -346,6 +398,7 @@ def grade_tests(bazel, workspace, stage, quick, jobs=1):
         shutil.rmtree(tmp, ignore_errors=True)
     pool.shutdown()
     for g in groups:
+        g["failures"].sort(key=failure_rank)
         log(f"  {g['target']}: {g['passed']}/{g['total']}")
     for category, weight in WEIGHTS.items():
         members = [g for g in groups if g["category"] == category]
@@ -382,8 +435,13 @@ cc_binary(name = "trace_driver_libc", srcs = ["trace_driver.c"], local_defines =
     return found
 
 
+class TraceTimeout(Exception):
+    pass
+
+
 def run_trace(binary, trace):
-    """{"ops_per_s", "utilisation"} of one run, or None if it failed."""
+    """{"ops_per_s", "utilisation"} of one run, or None if it failed;
+    TraceTimeout past TRACE_SECONDS."""
     if binary is None:
         return None
     try:
@@ -392,7 +450,7 @@ def run_trace(binary, trace):
         done = subprocess.run([binary, trace], text=True, timeout=TRACE_SECONDS,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return None
+        raise TraceTimeout(trace)
     if done.returncode != 0:
         return None
     _, ops, seconds, held, mapped, cpu = done.stdout.split()
@@ -401,23 +459,46 @@ def run_trace(binary, trace):
             "utilisation": int(held) / int(mapped) if int(mapped) else None}
 
 
-def run_traces(mine_bin, libc_bin, reps):
-    """{trace: {"ratio", "utilisation", "mine", "libc"}, or None if the
-    hand-in's trace failed}. Each rep runs the hand-in's binary and then
-    libc's back to back, and their ratio is taken then: on a shared machine
-    the load changes from second to second, and two neighbouring runs see
-    about the same. The median ratio of the reps counts (one unlucky rep
-    does not), and the best utilisation (how tight the allocator can be;
-    a trace with threads varies with their interleaving)."""
-    out = {}
-    for trace in TRACES:
-        ratios, utils, best_mine, best_libc = [], [], None, None
+def run_trace_or_none(binary, trace):
+    try:
+        return run_trace(binary, trace)
+    except TraceTimeout:
+        return None
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
+def run_traces(mine_bin, libc_bin, reps, traces, reference_bin=None):
+    """{trace: {"ratio", "utilisation", "mine", "libc", and with a reference
+    binary "vs_reference", "reference_utilisation"}, or None if the
+    hand-in's trace failed}. Each rep runs the hand-in's binary, the
+    reference's (when there is one) and libc's back to back, and their
+    ratios are taken then: on a shared machine the load changes from second
+    to second, and neighbouring runs see about the same. The median ratio of
+    the reps counts (one unlucky rep does not), and the best utilisation of
+    each (how tight the allocator can be; a trace with threads varies with
+    their interleaving)."""
+    out, timeouts = {}, 0
+    for trace in traces:
+        ratios, vs_ref, utils, ref_utils, best_mine, best_libc = [], [], [], [], None, None
         for _ in range(reps):
-            m = run_trace(mine_bin, trace)
+            try:
+                # Two traces that hung: the hand-in deadlocks (TRACE_SECONDS
+                # each would cost the class minutes); the rest count as failed.
+                m = run_trace(mine_bin, trace) if timeouts < 2 else None
+            except TraceTimeout:
+                timeouts, m = timeouts + 1, None
             if m is None:
                 ratios = None
                 break
-            l = run_trace(libc_bin, trace)
+            r = run_trace_or_none(reference_bin, trace) if reference_bin else None
+            if r is not None:
+                vs_ref.append(m["ops_per_s"] / r["ops_per_s"])
+                ref_utils.append(r["utilisation"] or 0.0)
+            l = run_trace_or_none(libc_bin, trace)
             if l is not None:
                 ratios.append(m["ops_per_s"] / l["ops_per_s"])
                 best_libc = l if best_libc is None or l["ops_per_s"] > best_libc["ops_per_s"] else best_libc
@@ -426,9 +507,10 @@ def run_traces(mine_bin, libc_bin, reps):
         if ratios is None:
             out[trace] = None
             continue
-        ratios.sort()
-        out[trace] = {"ratio": ratios[len(ratios) // 2] if ratios else None,
-                      "utilisation": max(utils), "mine": best_mine, "libc": best_libc}
+        out[trace] = {"ratio": median(ratios), "utilisation": max(utils), "mine": best_mine,
+                      "libc": best_libc}
+        if vs_ref:
+            out[trace].update(vs_reference=median(vs_ref), reference_utilisation=max(ref_utils))
     return out
 
 
@@ -441,36 +523,66 @@ def load_yardsticks(stage):
         return {}
 
 
-def grade_performance(runs, yardsticks):
+def grade_performance(runs, yardsticks, traces, measured_reference):
+    """The index: per trace, the hand-in's throughput and utilisation over
+    the reference's. With `measured_reference` (the instructor's grading:
+    the reference's binary ran beside the hand-in's, rep by rep) the
+    reference is that run; else (a preview in a workspace, which has no
+    reference) it is the shipped yardstick, the throughput through each
+    one's ratio to libc malloc run here."""
     per_trace = {}
     thr, space = [], []
-    for trace in TRACES:
+    bound = lambda x: max(0.0, min(TRACE_INDEX_MAX, x))
+    for trace in traces:
         r, y = runs.get(trace), yardsticks.get(trace)
-        if y is None:
-            raise SystemExit(f"grade: no yardstick for trace {trace} in {YARDSTICKS}: "
-                             f"measure them with --reference --write-yardsticks")
+        if measured_reference and r:
+            ref = {"throughput_vs_libc": round(r["ratio"] / r["vs_reference"], 3) if r.get("vs_reference")
+                   and r["ratio"] else None, "utilisation": r.get("reference_utilisation")}
+        elif measured_reference:
+            ref = {"throughput_vs_libc": None, "utilisation": None}
+        elif y is None:
+            raise SystemExit(f"grade: no yardstick for trace {trace} in {YARDSTICKS}: measure them "
+                             f"with --reference --perf-only --write-yardsticks")
+        else:
+            ref = y
         ratio = r["ratio"] if r else None
-        t = min(1.0, ratio / y["throughput_vs_libc"]) if ratio else 0.0
-        s = min(1.0, r["utilisation"] / y["utilisation"]) if r else 0.0
-        per_trace[trace] = {"mine": r and r["mine"], "libc": r and r["libc"], "yardstick": y,
+        if not r:
+            t = u = 0.0
+        elif measured_reference:
+            t = bound(r["vs_reference"]) if r.get("vs_reference") else 0.0
+            u = bound(r["utilisation"] / ref["utilisation"]) if ref["utilisation"] else 0.0
+        else:
+            t = bound(ratio / ref["throughput_vs_libc"]) if ratio else 0.0
+            u = bound(r["utilisation"] / ref["utilisation"])
+        per_trace[trace] = {"mine": r and r["mine"], "libc": r and r["libc"], "yardstick": ref,
                             "utilisation": round(r["utilisation"], 4) if r else None,
                             "throughput_vs_libc": round(ratio, 3) if ratio else None,
-                            "throughput_index": round(t, 3), "space_index": round(s, 3)}
-        thr.append(t)
-        space.append(s)
+                            "throughput_index": round(t, 3), "space_index": round(u, 3)}
+        if trace in SPACE_ONLY:
+            per_trace[trace]["throughput_counted"] = False
+        else:
+            thr.append(t)
+        space.append(u)
+    t_mean, s_mean = sum(thr) / len(thr), sum(space) / len(space)
     return {
         "traces": per_trace,
-        "throughput_index": round(sum(thr) / len(thr), 3),
-        "space_index": round(sum(space) / len(space), 3),
-        "points": {"throughput": PERF_WEIGHTS["throughput"] * sum(thr) / len(thr),
-                   "space": PERF_WEIGHTS["space"] * sum(space) / len(space)},
+        "reference": "measured beside yours, here and now" if measured_reference else
+                     "the shipped yardsticks (tools/yardsticks.json)",
+        "throughput_index": round(t_mean, 3),
+        "space_index": round(s_mean, 3),
+        # Points per index are not capped: the category's total is (grade),
+        # so throughput gained on some traces makes up space lost on others.
+        "points": {"throughput": PERF_WEIGHTS["throughput"] * t_mean,
+                   "space": PERF_WEIGHTS["space"] * s_mean},
+        "above_reference": round(max(0.0, PERF_WEIGHTS["throughput"] * t_mean +
+                                     PERF_WEIGHTS["space"] * s_mean - sum(PERF_WEIGHTS.values())), 2),
     }
 
 
-def measured_yardsticks(runs):
+def measured_yardsticks(runs, traces):
     """What --write-yardsticks ships: the reference's own figures."""
     out = {}
-    for trace in TRACES:
+    for trace in traces:
         r = runs.get(trace)
         if not r or not r["ratio"] or not r["utilisation"]:
             raise SystemExit(f"grade: the reference's {trace} trace failed: no yardstick written")
@@ -484,7 +596,7 @@ def yardstick_table(stage):
     y = load_yardsticks(stage)
     rows = ["| trace | what it replays | the reference's ops/s, as a multiple of libc malloc's | "
             "the reference's utilisation |", "|---|---|---|---|"]
-    for trace in TRACES:
+    for trace in stage_traces(stage):
         if trace in y:
             rows.append(f"| `{trace}` | {TRACE_ABOUT[trace]} | {y[trace]['throughput_vs_libc']:.2f} | "
                         f"{y[trace]['utilisation']:.2f} |")
@@ -501,8 +613,10 @@ def handin_files(stage, root):
 
 
 def format_sheet(sheet):
-    out = [f"\nhcmalloc grade: {sheet['stage']} ({sheet['mode']})",
-           f"{'group':48} {'tests':>9} {'points':>13}"]
+    out = [f"\nhcmalloc grade: {sheet['stage']} ({sheet['mode']})"]
+    if sheet.get("first_failure"):
+        out.append(f"read first: {sheet['first_failure']}")
+    out.append(f"{'group':48} {'tests':>9} {'points':>13}")
     for g in sheet["groups"]:
         given = "  (given code: a quarter weight)" if g.get("weight", 1) < 1 else \
             "  (a stated rule: double weight, all or nothing)" if g.get("rule") else ""
@@ -515,19 +629,24 @@ def format_sheet(sheet):
         if len(g["failures"]) > 3:
             out.append(f"    - ... and {len(g['failures']) - 3} more")
     perf = sheet["performance"]
-    out.append("performance (yardstick: the reference's figures, tools/yardsticks.json; "
-               "throughput as a ratio to libc malloc run here)")
+    out.append(f"performance (the reference: {perf['reference']}; throughput as a multiple of "
+               f"libc malloc run here; a trace's index is yours over the reference's, up to "
+               f"{TRACE_INDEX_MAX:g})")
+    fig = lambda x, fmt: format(x, fmt) if x is not None else "-"
     for trace, t in perf["traces"].items():
         y = t["yardstick"]
-        util = f"{t['utilisation']:.2f}" if t["utilisation"] is not None else "-"
+        util = fig(t["utilisation"], ".2f")
         rate = f"x{t['throughput_vs_libc']:.2f} libc" if t["throughput_vs_libc"] else "failed"
-        out.append(f"    {trace:8} {rate:>11} (ref x{y['throughput_vs_libc']:.2f}) throughput "
-                   f"{t['throughput_index']:.2f}   utilisation {util} (ref {y['utilisation']:.2f}) "
-                   f"space {t['space_index']:.2f}")
-    out.append(f"{'  throughput index ' + str(perf['throughput_index']):48} {'':9} "
-               f"{perf['points']['throughput']:6.2f} / {PERF_WEIGHTS['throughput']:5.2f}")
-    out.append(f"{'  space index ' + str(perf['space_index']):48} {'':9} "
-               f"{perf['points']['space']:6.2f} / {PERF_WEIGHTS['space']:5.2f}")
+        counted = "" if t.get("throughput_counted", True) else " (not counted)"
+        out.append(f"    {trace:8} {rate:>11} (ref x{fig(y['throughput_vs_libc'], '.2f')}) throughput "
+                   f"{t['throughput_index']:.2f}{counted}   utilisation {util} "
+                   f"(ref {fig(y['utilisation'], '.2f')}) space {t['space_index']:.2f}")
+    for what in ("throughput", "space"):
+        out.append(f"{'  ' + what + ' index ' + str(perf[what + '_index']):48} {'':9} "
+                   f"{perf['points'][what]:6.2f} / {PERF_WEIGHTS[what]:5.2f}")
+    if perf.get("above_reference"):
+        out.append(f"  (performance: {perf['above_reference']:.2f} points above the reference's, "
+                   f"shown, not counted: the category is capped at {sum(PERF_WEIGHTS.values())})")
     for category, (got, out_of) in sheet["categories"].items():
         out.append(f"  {category:46} {'':9} {got:6.2f} / {out_of:5.2f}")
     out.append(f"{'TOTAL':48} {'':9} {sheet['total']:6.2f} / {sheet['out_of']:5.2f}")
@@ -540,38 +659,52 @@ def print_sheet(sheet):
     print(format_sheet(sheet))
 
 
-def grade(bazel, workspace, stage, mode, quick, reps, jobs=1, write_yardsticks=False):
-    log(f"grade: tests of //{stage}:all in {os.path.basename(workspace)}")
-    groups = grade_tests(bazel, workspace, stage, quick, jobs)
+def grade(bazel, workspace, stage, mode, quick, reps, jobs=1, write_yardsticks=False,
+          reference_bin=None, perf_only=False):
+    if perf_only:
+        groups = []
+    else:
+        log(f"grade: tests of //{stage}:all in {os.path.basename(workspace)}")
+        groups = grade_tests(bazel, workspace, stage, quick, jobs)
     log("grade: performance traces")
     mine_bin, libc_bin = build_drivers(bazel, workspace, stage)
-    runs = run_traces(mine_bin, libc_bin, reps)
+    traces = stage_traces(stage)
+    runs = run_traces(mine_bin, libc_bin, reps, traces, reference_bin)
     if write_yardsticks:
         try:
             with open(YARDSTICKS, encoding="utf-8") as f:
                 shipped = json.load(f)
         except FileNotFoundError:
             shipped = {}
-        shipped[stage] = measured_yardsticks(runs)
+        shipped[stage] = measured_yardsticks(runs, traces)
         with open(YARDSTICKS, "w", encoding="utf-8") as f:
             json.dump(shipped, f, indent=1, sort_keys=True)
             f.write("\n")
         log(f"grade: yardsticks of {stage} written to {YARDSTICKS}")
-    perf = grade_performance(runs, load_yardsticks(stage))
+    perf = grade_performance(runs, load_yardsticks(stage), traces, reference_bin is not None)
     categories = {}
-    for category, weight in WEIGHTS.items():
+    for category, weight in (() if perf_only else WEIGHTS.items()):
         members = [g for g in groups if g["category"] == category]
         if members:
             categories[category] = (sum(g["points"] for g in members), weight)
         elif not (quick and category == "flavours"):
             categories[category] = (weight, weight)  # nothing of it in this stage: free points
-    categories["performance"] = (perf["points"]["throughput"] + perf["points"]["space"],
+    categories["performance"] = (min(sum(PERF_WEIGHTS.values()),
+                                     perf["points"]["throughput"] + perf["points"]["space"]),
                                  sum(PERF_WEIGHTS.values()))
     total = sum(got for got, _ in categories.values())
     out_of = sum(w for _, w in categories.values())
-    return {"stage": stage, "mode": mode + (", --quick: flavours not run" if quick else ""),
+    # The one line to read first: the best-ranked failure, the stage's own
+    # unit tests before the shared suites.
+    order = {c: i for i, c in enumerate(WEIGHTS)}
+    failing = [(failure_rank(f), order[g["category"]], g["target"], f) for g in groups
+               for f in g["failures"][:1]]
+    first = min(failing, default=None)
+    return {"stage": stage, "mode": mode + (", --quick: flavours not run" if quick else "") +
+            (", --perf-only: no tests run" if perf_only else ""),
             "weights": dict(WEIGHTS, **PERF_WEIGHTS), "groups": groups, "performance": perf,
             "categories": categories, "total": round(total, 2), "out_of": out_of,
+            "first_failure": f"{first[2]}: {first[3]}" if first else None,
             "percent": round(100 * total / out_of, 1)}
 
 
@@ -603,12 +736,14 @@ def write_class_csv(path, sheets):
         w = csv.writer(f)
         cats = list(WEIGHTS) + ["performance"]
         w.writerow(["handin", "total", "out_of", "percent"] + cats +
-                   ["throughput_index", "space_index", "seconds", "groups_failing"])
+                   ["throughput_index", "space_index", "performance_above_reference", "seconds",
+                    "groups_failing"])
         for name, sheet in sheets:
             failing = [g["target"].split(":")[1] for g in sheet["groups"] if g["passed"] < g["total"]]
             w.writerow([name, sheet["total"], sheet["out_of"], sheet["percent"]] +
                        [round(sheet["categories"][c][0], 2) if c in sheet["categories"] else "" for c in cats] +
                        [sheet["performance"]["throughput_index"], sheet["performance"]["space_index"],
+                        sheet["performance"]["above_reference"],
                         round(sheet.get("seconds", 0)), " ".join(failing)])
 
 
@@ -637,6 +772,11 @@ def main(argv):
     parser.add_argument("--yardstick-table", action="store_true", help="print STAGE's shipped "
                         "yardsticks as the handout's table and exit")
     parser.add_argument("--quick", action="store_true", help="leave out the sanitizer flavours")
+    parser.add_argument("--perf-only", action="store_true", help="run the performance traces "
+                        "only, no tests (out of 20): comparing policies, measuring yardsticks")
+    parser.add_argument("--against-yardsticks", action="store_true", help="instructor: compare "
+                        "with the shipped yardsticks instead of running the reference's traces "
+                        "beside each hand-in's")
     parser.add_argument("--reps", type=int, default=3, help="runs per trace (best counts)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="googletest cases run at once (default: one per CPU)")
@@ -662,7 +802,8 @@ def main(argv):
         bazel = Bazel(workspace, os.environ.get("HC_GRADE_OUTPUT_BASE"), args.disk_cache)
         try:
             sheet = grade(bazel, workspace, lab_stage(workspace),
-                          "preview in the lab workspace, your tests", args.quick, args.reps, args.jobs)
+                          "preview in the lab workspace, your tests", args.quick, args.reps, args.jobs,
+                          perf_only=args.perf_only)
         finally:
             bazel.shutdown()
         return report_sheet(sheet, args.json)
@@ -685,6 +826,17 @@ def main(argv):
     out_dir = os.path.abspath(args.out or "grades") if batch else None
     sheets = []
     try:
+        # The class's one reference: its trace driver built once, from this
+        # clone's reference, and run beside each hand-in's, rep by rep.
+        reference_bin = None
+        if not args.reference and not args.against_yardsticks:
+            log("grade: the reference's trace driver, run beside every hand-in's")
+            make_lab.make_lab(args.stage, lab, reference=True, force=True)
+            built = build_drivers(bazel, lab, args.stage)[0]
+            if built is None:
+                raise SystemExit("grade: the reference's trace driver does not build")
+            reference_bin = os.path.join(scratch, "reference_trace_driver")
+            shutil.copy2(built, reference_bin)
         for name, folder in handins:
             start = time.time()
             if folder is None:
@@ -704,7 +856,8 @@ def main(argv):
                 mode = f"hand-in {name}, instructor's tests"
             log(f"grade: {name}")
             sheet = grade(bazel, lab, args.stage, mode, args.quick, args.reps, args.jobs,
-                          write_yardsticks=args.write_yardsticks)
+                          write_yardsticks=args.write_yardsticks, reference_bin=reference_bin,
+                          perf_only=args.perf_only)
             sheet["handin"], sheet["seconds"] = name, round(time.time() - start, 1)
             sheets.append((name, sheet))
             if batch:

@@ -6,16 +6,21 @@ usage: tools/handout_check.py WORKSPACE...     (a generated lab: tools/make_lab.
 Reads WORKSPACE/LAB.md. For each `inline code` span (fenced blocks are
 commands and diagrams: tools/lab_test.sh runs the commands), every code name
 in it -- a word with an underscore, or one written as a call `name(` -- must
-occur in some file of the workspace (sources, BUILD files, scripts; the
-handout itself does not count), and every `tools/...` path must be a file
-there. A name the student cannot have on purpose (the reference's, or the
+occur in the code of some file of the workspace (sources, BUILD files,
+scripts, their comments left out: a name only a comment mentions is not one
+a student can use; the handout itself does not count), and every
+`tools/...` path must be a file there. Every docs/ page a workspace file
+names must be there too. A name the student cannot have on purpose (the reference's, or the
 C library's) is declared in the handout, once, in a comment:
 
     <!-- names not in the workspace: strtoul (the C library) -->
 
 Exit status 1 and one line per missing name (LAB.md:LINE: ...), else 0.
 A skeleton is the right workspace to check: a name that only the removed
-bodies use is one the student cannot find.
+bodies use is one the student cannot find. A solved lab (no skeleton stop
+left: the student's own workspace) is told apart: what the check finds
+there is printed as notes, exit status 0 (a design of one's own may do
+without the reference's names).
 """
 
 import os
@@ -31,8 +36,45 @@ SPAN = re.compile(r"`([^`]+)`")
 WORD = re.compile(r"(?<![\w./-])([A-Za-z_][A-Za-z0-9_]*)(?![\w.]*/)(\s*\()?")
 
 
+C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+HASH_COMMENT = re.compile(r"(?m)(^|\s)#(?!include|define|if|endif|else|undef|pragma|error)[^\n]*")
+STOP = 'hc_fatal("lab: '
+
+
+def code_of(name, text):
+    """`text` without its comments: a name the handout uses must be one a
+    student can call or read in code, not one a comment mentions."""
+    if name.endswith((".c", ".h", ".cc", ".lds")):
+        return C_COMMENT.sub(" ", text)
+    if name.endswith((".py", ".sh", ".bzl")) or name in ("BUILD", "WORKSPACE", ".bazelrc"):
+        return HASH_COMMENT.sub(" ", text)
+    return text
+
+
+# A piece's name, as a reference copy marks it (LAB BEGIN) and a skeleton
+# stops on it (LAB name: yours to write; "lab: name in ... is not written"):
+# the handout's table names pieces, and either copy must know them.
+PIECE = re.compile(r"/\* LAB (?:BEGIN|END): ([A-Za-z0-9_]+) \*/|/\* LAB ([A-Za-z0-9_]+): yours to write")
+
+
 def workspace_words(workspace):
     words = set()
+    for path, text in workspace_files(workspace):
+        words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code_of(os.path.basename(path), text)))
+        words.update(a or b for a, b in PIECE.findall(text))
+        words.add(os.path.basename(path))
+    return words
+
+
+def is_skeleton(workspace):
+    """Whether some piece is still the skeleton's stop (make_lab.py): a
+    solved lab has none left."""
+    return any(STOP in text for _, text in workspace_files(workspace))
+
+
+def workspace_files(workspace):
+    """(path, text) of the workspace's sources, BUILD files and scripts
+    (not LAB.md, not the docs/ pages that came along)."""
     for dirpath, dirnames, files in os.walk(workspace):
         dirnames[:] = [d for d in dirnames if not d.startswith("bazel-") and d != "__pycache__"]
         for name in files:
@@ -42,9 +84,7 @@ def workspace_words(workspace):
             if not (name.endswith(TEXT_SUFFIXES) or name in ("BUILD", "WORKSPACE", ".bazelrc")):
                 continue
             with open(path, encoding="utf-8", errors="replace") as f:
-                words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f.read()))
-            words.add(name)
-    return words
+                yield path, f.read()
 
 
 def check(workspace):
@@ -76,6 +116,22 @@ def check(workspace):
                 problems.append(f"LAB.md:{number}: `{span}`: {word} is in no file of the "
                                 f"workspace (a name of the reference? declare it, or fix it)")
     problems += yardstick_rows(workspace, text)
+    problems += docs_cited(workspace)
+    return problems
+
+
+DOCS_PAGE = re.compile(r"(?<![\w/])docs/[\w/-]+\.md")
+
+
+def docs_cited(workspace):
+    """Every docs/ page a workspace file names (a source's "see docs/...")
+    is in the workspace: a student reading that comment can open it."""
+    problems = []
+    for path, text in workspace_files(workspace):
+        for page in sorted(set(DOCS_PAGE.findall(text))):
+            if not os.path.exists(os.path.join(workspace, page)):
+                problems.append(f"{os.path.relpath(path, workspace)}: names {page}, which the "
+                                f"workspace lacks (carry what it says, or point into the workspace)")
     return problems
 
 
@@ -105,7 +161,16 @@ def main(argv):
         return 2
     bad = 0
     for workspace in argv:
-        for problem in check(workspace):
+        problems = check(workspace)
+        if problems and not is_skeleton(workspace):
+            # A solved lab: the student's code may do without a name of the
+            # reference's, and the handout was checked on the skeleton.
+            print(f"{workspace}: a solved lab (no piece left to write): the names below are not "
+                  f"in its code; the handout is checked on a skeleton (tools/lab_test.sh)")
+            for problem in problems:
+                print(f"  note: {workspace}/{problem}")
+            continue
+        for problem in problems:
             print(f"{workspace}/{problem}")
             bad += 1
     return 1 if bad else 0

@@ -19,8 +19,10 @@
 # stages and the developer's workspace is never touched.
 #
 # After the reference copy passes, the rules only a dedicated test sees
-# (lab 3's release stores and lock order, lab 4's idle-only stealing) are
-# broken on purpose there (tools/mutants.py --in: seconds each) and must fail.
+# (lab 2's refill that keeps its returned object, its scavenge and its span
+# race, each met deterministically; lab 3's release stores and lock order,
+# lab 4's idle-only stealing) are broken on purpose there (tools/mutants.py
+# --in: seconds each) and must fail.
 # Then, in the skeleton, the handout (LAB.md):
 #   3. names every test target of //STAGE:all, and every file path it
 #      names exists in the workspace (no question points outside it);
@@ -154,6 +156,13 @@ run_handout_commands() {
                 echo "FAIL: the handout's '$cmd' exits $rc in the lab workspace (want 0 or 3)" >&2
                 bad=$((bad + 1))
             fi ;;
+        tools/stage_diff.sh*)
+            echo "  run in the skeleton: $cmd"
+            if ! (cd "$workspace" && eval "$cmd" >"$scratch/handout.log" 2>&1) || [ ! -s "$scratch/handout.log" ]; then
+                tail -20 "$scratch/handout.log"
+                echo "FAIL: the handout's '$cmd' fails, or prints nothing, in the lab workspace" >&2
+                bad=$((bad + 1))
+            fi ;;
         tools/grade.py*)
             if [ "$grader" = 0 ]; then echo "  skipped (HC_LAB_TEST_GRADER=0): $cmd"; continue; fi
             echo "  run in the skeleton: $cmd --reps 1"
@@ -204,6 +213,7 @@ check_handout_text() {
 # The mutants of the rules that only a dedicated test checks.
 rule_mutants_of() {
     case $1 in
+    stage2_centralcache) echo refill_keeps_returned; echo scavenge_keeps_ran_dry; echo span_race_is_enomem ;;
     stage3_pagecache) echo page_map_relaxed_publish; echo give_back_under_lock ;;
     stage4_reclaim) echo busy_thread_stolen_from ;;
     esac

@@ -12,8 +12,13 @@ the clone itself, nor an existing folder with files in it (unless --force).
 Writes to OUTDIR a workspace that builds on its own: WORKSPACE, .bazelrc,
 common/, tests/, third_party/, tools/setup.sh, every stage before STAGE as
 it is, and STAGE with the bodies the lab asks for removed. The lab's handout,
-docs/labs/<stage number>.md, becomes OUTDIR/LAB.md. Later stages, docs/ and
-the bench stay out: they would give the answers away.
+docs/labs/<stage number>.md, becomes OUTDIR/LAB.md. Of docs/, the pages the
+sources cite that answer no lab (DOCS: the contract, the drop-in, the
+profiler, the benchmarks) and the chapters of the stages before STAGE
+(given code) come along; STAGE's own chapter and later ones, later stages,
+the labs' notes and the bench stay out: they would give the answers away.
+(tools/handout_check.py checks that every docs/ page a workspace file
+names is in the workspace.)
 
 A body to remove is marked in the reference source by a pair of comments,
 each on a line of its own:
@@ -53,6 +58,9 @@ COMMON_PATHS = [
     os.path.join("tools", "yardsticks.json"),  # the grade's performance yardsticks
     os.path.join("tools", "stage_diff.sh"),  # lab 4's handout: what the hooks change
 ]
+# Pages of docs/ that workspace sources cite and that answer no lab.
+DOCS = [os.path.join("docs", name) for name in ("design.md", "dropin.md", "profiling.md",
+                                                "benchmarks.md")]
 SOURCE_SUFFIXES = (".c", ".h", ".cc")
 BEGIN = re.compile(r"^(\s*)/\* LAB BEGIN: ([A-Za-z0-9_]+) \*/\s*$")
 END = re.compile(r"^\s*/\* LAB END: ([A-Za-z0-9_]+) \*/\s*$")
@@ -188,6 +196,8 @@ def make_lab(stage, outdir, reference=False, force=False, root=ROOT, keep=()):
     for rel in COMMON_PATHS + all_stages[:all_stages.index(stage) + 1]:
         _copy(root, rel, outdir)
     number = re.match(r"^stage([0-9]+)_", stage).group(1)
+    for rel in DOCS + [os.path.join("docs", f"stage{k}.md") for k in range(1, int(number))]:
+        _copy(root, rel, outdir)
     handout = os.path.join(root, "docs", "labs", f"stage{number}.md")
     if os.path.exists(handout):
         shutil.copy2(handout, os.path.join(outdir, "LAB.md"))

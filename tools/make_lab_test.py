@@ -147,9 +147,69 @@ class MarkerTest(unittest.TestCase):
         self.assertIn("tc_shrink_list", problems[2])
         self.assertIn("LAB.md:3:", problems[2], "a span that wraps a line keeps its line number")
 
+    def test_the_handout_check_reads_code_not_comments_and_knows_a_solved_lab(self):
+        import handout_check
+        with tempfile.TemporaryDirectory() as ws:
+            os.makedirs(os.path.join(ws, "docs"))
+            with open(os.path.join(ws, "docs", "design.md"), "w") as f:
+                f.write("the contract\n")
+            with open(os.path.join(ws, "x.c"), "w") as f:
+                f.write("/* tc_only_in_a_comment, see docs/design.md and docs/stage9.md */\n"
+                        "int tc_in_code; // tc_after_code\n"
+                        "void f(void) {\n    /* LAB refill: yours to write (see LAB.md). */\n"
+                        '    hc_fatal("lab: refill in x.c is not written yet");\n}\n')
+            with open(os.path.join(ws, "LAB.md"), "w") as f:
+                f.write("`tc_in_code`, `tc_only_in_a_comment`, `tc_after_code`, the piece `refill`\n")
+            problems = handout_check.check(ws)
+            self.assertEqual(len(problems), 3, problems)
+            self.assertIn("tc_only_in_a_comment", problems[0])
+            self.assertIn("tc_after_code", problems[1])
+            self.assertIn("docs/stage9.md", problems[2], "a cited page the workspace lacks")
+            self.assertTrue(handout_check.is_skeleton(ws))
+            self.assertEqual(handout_check.main([ws]), 1, "a skeleton's missing names fail")
+            # Solved: the stop is gone, the marker names the piece.
+            with open(os.path.join(ws, "x.c"), "w") as f:
+                f.write("/* LAB BEGIN: refill */\nint tc_in_code;\n/* LAB END: refill */\n")
+            with open(os.path.join(ws, "LAB.md"), "w") as f:
+                f.write("`tc_in_code`, the piece `refill`, the reference's `tc_helper_of_the_reference`\n")
+            self.assertFalse(handout_check.is_skeleton(ws))
+            self.assertEqual(len(handout_check.check(ws)), 1, "the piece's name is known from its marker")
+            self.assertEqual(handout_check.main([ws]), 0, "a solved lab's missing names are notes")
+
+    def test_failures_that_name_an_invariant_are_read_first(self):
+        import grade
+        failures = ["A.Fatal: hcmalloc: free(): double free detected of 0x1 (a thread's free list holds it twice)",
+                    "A.Timeout: timed out after 60 s",
+                    "A.Limit: stage2_centralcache/limits_test.cc:9: past the limit",
+                    "A.Dup: tests/conformance_test.cc:86: hc_malloc(0) returned a pointer twice"]
+        ranked = sorted(failures, key=grade.failure_rank)
+        self.assertEqual([f.split(":")[0] for f in ranked], ["A.Dup", "A.Limit", "A.Fatal", "A.Timeout"])
+
+    def test_a_trace_counts_from_the_lab_whose_layer_it_tests(self):
+        import grade
+        self.assertNotIn("exits", grade.stage_traces("stage2_centralcache"))
+        self.assertIn("exits", grade.stage_traces("stage4_reclaim"))
+        self.assertNotIn("idle", grade.stage_traces("stage1_threadcache"))
+        self.assertIn("idle", grade.stage_traces("stage2_centralcache"))
+
+    def test_the_index_rewards_a_trace_above_the_reference(self):
+        import grade
+        run = lambda vs, util: {"ratio": 1.0, "vs_reference": vs, "utilisation": util,
+                                "reference_utilisation": 0.5, "mine": None, "libc": None}
+        runs = {"churn": run(1.5, 0.5), "ramp": run(0.7, 0.5)}
+        perf = grade.grade_performance(runs, {}, ["churn", "ramp"], measured_reference=True)
+        self.assertEqual(perf["traces"]["churn"]["throughput_index"], 1.5, "not capped at 1 per trace")
+        self.assertAlmostEqual(perf["throughput_index"], 1.1)
+        self.assertAlmostEqual(perf["points"]["throughput"], 1.1 * grade.PERF_WEIGHTS["throughput"],
+                               msg="throughput above the reference makes up for space below it")
+        self.assertAlmostEqual(perf["above_reference"], 0.1 * grade.PERF_WEIGHTS["throughput"])
+        runs["churn"] = run(5.0, 0.5)
+        perf = grade.grade_performance(runs, {}, ["churn", "ramp"], measured_reference=True)
+        self.assertEqual(perf["traces"]["churn"]["throughput_index"], grade.TRACE_INDEX_MAX)
+
     def test_every_naive_design_still_applies_to_the_reference(self):
         import class_handins
-        for name, stage, rel, old, _, _ in class_handins.NAIVE:
+        for name, stage, rel, old, _, _ in class_handins.NAIVE + class_handins.ALTERNATIVE:
             with open(os.path.join(make_lab.ROOT, stage, rel), encoding="utf-8") as f:
                 self.assertEqual(f.read().count(old), 1, f"class_handins {name} is stale")
 

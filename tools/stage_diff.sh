@@ -5,7 +5,8 @@
 #   tools/stage_diff.sh 3 4              every changed copy of stage 4, against
 #                                        the file stage 3 compiles
 #   tools/stage_diff.sh 3 4 page_cache.c one file
-#   tools/stage_diff.sh --raw 3 4        plain diff -u, nothing normalised
+#   tools/stage_diff.sh 3 4 --raw        plain diff -u, nothing normalised (an
+#                                        option may go anywhere)
 #
 # For each C source or header of stage NEW's package, the earlier file is
 # the one its header comment names ("diff this file against PATH", as a
@@ -21,7 +22,15 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 raw=0
-if [[ "${1:-}" == "--raw" ]]; then raw=1; shift; fi
+args=()
+for arg in "$@"; do # options anywhere: `--raw 3 4` and `3 4 --raw` alike
+    case "$arg" in
+        --raw) raw=1 ;;
+        -*) echo "$0: unknown option $arg" >&2; exit 2 ;;
+        *) args+=("$arg") ;;
+    esac
+done
+set -- ${args[@]+"${args[@]}"}
 if [[ $# -lt 2 || ! "$1" =~ ^[0-9]+$ || ! "$2" =~ ^[0-9]+$ ]]; then
     echo "usage: $0 [--raw] OLD NEW [FILE...]   (stage numbers, e.g. 3 4)" >&2
     exit 2

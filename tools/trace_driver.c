@@ -17,7 +17,7 @@
  * reports 0 bytes mapped.
  *
  * The first four use small objects only and ask little of a layer's
- * choices; the last three are where choices show (lab 2's batch and limit
+ * choices; the others are where choices show (lab 2's batch and limit
  * policy, lab 3's spare spans and merging, lab 4's reclamation):
  *   waves    one size at a time, 8 MiB of it, freed in an order that needs
  *            merges on both sides; then the next size, small to large:
@@ -27,8 +27,15 @@
  *   exits    48 short-lived threads, 4 at a time, each caching and exiting:
  *            a cache that dies with its thread strands its objects
  *
+ *   burst, sparse, idle   lab 2's list policy: how fast a limit grows from
+ *            0 (burst: throughput), what a lightly used class fetches
+ *            beyond its need (sparse: space), and whether a list left idle
+ *            while its thread keeps running gives its objects back (idle:
+ *            space, the scavenge)
+ *
  * usage: trace_driver TRACE
- *        TRACE: churn, ramp, threads, handoff, waves, large, exits */
+ *        TRACE: churn, ramp, threads, handoff, burst, sparse, idle, waves,
+ *        large, exits */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <sys/resource.h>
@@ -41,11 +48,13 @@
 #ifdef HC_TRACE_LIBC
 static void *trace_malloc(size_t n) { return malloc(n); }
 static void trace_free(void *p, size_t n) { (void)n; free(p); }
+static void trace_flush(void) {}
 static size_t trace_mapped(void) { return 0; }
 #else
 #include "common/hcmalloc.h"
 static void *trace_malloc(size_t n) { return hc_malloc(n); }
 static void trace_free(void *p, size_t n) { hc_free_sized(p, n); }
+static void trace_flush(void) { hc_thread_flush(); }
 static size_t trace_mapped(void) {
     hc_stats s;
     hc_get_stats(&s);
@@ -258,6 +267,118 @@ static long large(void) {
     return done;
 }
 
+/* Bursts: 64 objects of one class at a time, then the next of 24 classes
+ * (16 to 384 B); after the 24, the thread's cache is flushed (every limit
+ * back to 0, as a worker's between two requests), so every burst meets its
+ * list in slow start: how fast a limit grows from 0 is what it measures. */
+static long burst(void) {
+    enum { ROUNDS = 3000, CLASSES = 24, PER_BURST = 64 };
+    void *ptr[PER_BURST];
+    long done = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int c = 0; c < CLASSES; c++) {
+            size_t size = 16 + 16 * (size_t)c;
+            /* One note per burst, not per object: the atomic add would
+             * cost as much as the slow path this trace is about. */
+            for (int i = 0; i < PER_BURST; i++, done++)
+                if ((ptr[i] = trace_malloc(size)) == NULL) abort_oom();
+            note((long long)(size * PER_BURST), r == 0 && c == CLASSES - 1);
+            for (int i = 0; i < PER_BURST; i++, done++) trace_free(ptr[i], size);
+            note(-(long long)(size * PER_BURST), 0);
+        }
+        trace_flush();
+    }
+    note(0, 1);
+    return done;
+}
+
+/* Sparse: 16 threads alive at once, each holding 20 objects of each of 24
+ * classes (16 to 384 B): a class used a little. What a list fetched beyond
+ * its 20 sits in that thread's cache, mapped and of no use to the others:
+ * a limit that grows fast fetches more than a thread ends up using. */
+enum { SPARSE_THREADS = 16, SPARSE_CLASSES = 24, SPARSE_EACH = 20 };
+static pthread_barrier_t sparse_all_hold;
+
+static void *sparse_thread(void *arg) {
+    (void)arg;
+    static __thread void *ptr[SPARSE_CLASSES][SPARSE_EACH];
+    for (int c = 0; c < SPARSE_CLASSES; c++)
+        for (int i = 0; i < SPARSE_EACH; i++) {
+            size_t size = 16 + 16 * (size_t)c;
+            if ((ptr[c][i] = trace_malloc(size)) == NULL) abort_oom();
+            note((long long)size, 0);
+        }
+    pthread_barrier_wait(&sparse_all_hold);
+    note(0, 1); /* every thread holds its objects: the peak */
+    pthread_barrier_wait(&sparse_all_hold);
+    for (int c = 0; c < SPARSE_CLASSES; c++)
+        for (int i = 0; i < SPARSE_EACH; i++) {
+            trace_free(ptr[c][i], 16 + 16 * (size_t)c);
+            note(-(long long)(16 + 16 * c), 0);
+        }
+    return NULL;
+}
+
+static long sparse(void) {
+    pthread_t t[SPARSE_THREADS];
+    pthread_barrier_init(&sparse_all_hold, NULL, SPARSE_THREADS);
+    for (int i = 0; i < SPARSE_THREADS; i++) pthread_create(&t[i], NULL, sparse_thread, NULL);
+    for (int i = 0; i < SPARSE_THREADS; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&sparse_all_hold);
+    return 2L * SPARSE_THREADS * SPARSE_CLASSES * SPARSE_EACH;
+}
+
+/* Idle: this thread frees 1 MiB of 256 B objects into its own list, then
+ * keeps busy with another class (50,000 objects of 64 B kept: its slow path
+ * runs all the while) and never touches 256 B again; then a second thread
+ * wants 1 MiB of 256 B. A list that gives back what it held idle (the
+ * scavenge) hands the second thread those objects; one that keeps them
+ * makes the allocator map 1 MiB more. */
+enum { IDLE_SIZE = 256, IDLE_COUNT = (1 << 20) / IDLE_SIZE, BUSY_SIZE = 64, BUSY_COUNT = 50000 };
+static void *idle_ptr[IDLE_COUNT];
+
+static void *idle_second_thread(void *arg) {
+    (void)arg;
+    for (int i = 0; i < IDLE_COUNT; i++) {
+        if ((idle_ptr[i] = trace_malloc(IDLE_SIZE)) == NULL) abort_oom();
+        note(IDLE_SIZE, (i & 1023) == 0);
+    }
+    note(0, 1);
+    for (int i = 0; i < IDLE_COUNT; i++) {
+        trace_free(idle_ptr[i], IDLE_SIZE);
+        note(-IDLE_SIZE, 0);
+    }
+    return NULL;
+}
+
+static long idle(void) {
+    static void *busy[BUSY_COUNT];
+    long done = 0;
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < IDLE_COUNT; i++, done++) {
+            if ((idle_ptr[i] = trace_malloc(IDLE_SIZE)) == NULL) abort_oom();
+            note(IDLE_SIZE, (i & 1023) == 0);
+        }
+        for (int i = 0; i < IDLE_COUNT; i++, done++) {
+            trace_free(idle_ptr[i], IDLE_SIZE);
+            note(-IDLE_SIZE, 0);
+        }
+    }
+    for (int i = 0; i < BUSY_COUNT; i++, done++) {
+        if ((busy[i] = trace_malloc(BUSY_SIZE)) == NULL) abort_oom();
+        note(BUSY_SIZE, (i & 4095) == 0);
+    }
+    pthread_t second;
+    pthread_create(&second, NULL, idle_second_thread, NULL);
+    pthread_join(second, NULL);
+    done += 2L * IDLE_COUNT;
+    for (int i = 0; i < BUSY_COUNT; i++, done++) {
+        trace_free(busy[i], BUSY_SIZE);
+        note(-BUSY_SIZE, 0);
+    }
+    return done;
+}
+
 static void *exiting_thread(void *arg) {
     uint64_t state = (uint64_t)(uintptr_t)arg;
     enum { N = 3000 };
@@ -289,7 +410,8 @@ static long exits(void) {
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s churn|ramp|threads|handoff|waves|large|exits\n", argv[0]);
+        fprintf(stderr, "usage: %s churn|ramp|threads|handoff|burst|sparse|idle|waves|large|exits\n",
+                argv[0]);
         return 2;
     }
     struct timespec t0, t1;
@@ -302,6 +424,9 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "waves") == 0) ops = waves();
     else if (strcmp(argv[1], "large") == 0) ops = large();
     else if (strcmp(argv[1], "exits") == 0) ops = exits();
+    else if (strcmp(argv[1], "burst") == 0) ops = burst();
+    else if (strcmp(argv[1], "sparse") == 0) ops = sparse();
+    else if (strcmp(argv[1], "idle") == 0) ops = idle();
     else {
         fprintf(stderr, "trace_driver: no trace '%s'\n", argv[1]);
         return 2;
