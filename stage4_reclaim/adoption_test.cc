@@ -118,35 +118,4 @@ TEST(Adoption, ThreadsBornTogetherNeverShareACache) {
     }
 }
 
-// More threads exit at once than may park: the rest give their caches back,
-// and nothing is lost either way.
-TEST(Adoption, ExitsBeyondTheParkingBoundGiveTheirCachesBack) {
-    NoneParked();
-    hc_stats before = Stats();
-    const int kThreads = 12;
-    std::mutex mutex;
-    std::condition_variable cv;
-    int ready = 0;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; t++)
-        threads.emplace_back([&] {
-            std::vector<void *> blocks;
-            for (int i = 0; i < 100; i++) blocks.push_back(hc_malloc(kSize));
-            for (void *p : blocks) hc_free_sized(p, kSize);
-            std::unique_lock<std::mutex> lock(mutex);
-            ready++;
-            cv.notify_all();
-            cv.wait(lock, [&] { return ready == kThreads; });  // nobody is born after them
-        });
-    for (auto &t : threads) t.join();
-    tc_budget_stats b = Budget();
-    EXPECT_GE(b.parked_caches, 1u);
-    EXPECT_LT(b.parked_caches, (size_t)kThreads) << "parking is bounded";
-    hc_stats after = Stats();
-    EXPECT_LE(after.bytes_in_use, before.bytes_in_use + kSize)
-        << "every exited thread's objects are parked or back in the central cache";
-    EXPECT_LE(after.thread_cache_bytes, before.thread_cache_bytes + b.parked_caches * ((size_t)1 << 20))
-        << "only the parked caches still hold objects";
-}
-
 }  // namespace

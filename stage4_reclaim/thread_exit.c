@@ -109,7 +109,10 @@ static void tc_unpark_locked(tc_cache *tc) {
 size_t tc_sweep_locked(tc_cache *thief, size_t visits, tc_cache **dead) {
     unsigned epoch = tc_budget_next_epoch();
     size_t stolen = 0;
-    for (size_t i = 0; i < visits && i < tc_live_caches; i++) {
+    /* The length before the sweep: each dead cache it unlinks shortens the
+     * registry, and a bound that shrank with it would stop short. */
+    size_t caches = tc_live_caches;
+    for (size_t i = 0; i < visits && i < caches; i++) {
         tc_cache *victim = tc_sweep_next_locked();
         if (victim == NULL || victim == thief)
             continue;

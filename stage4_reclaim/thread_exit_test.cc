@@ -4,6 +4,8 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -134,6 +136,39 @@ TEST(ThreadExit, AThreadWhoseFirstCallIsAFreeGetsReclaimedToo) {
     size_t caches_before = LiveCaches();
     std::thread([p] { hc_free_sized(p, 256); }).join();
     EXPECT_EQ(LiveCaches(), caches_before);
+}
+
+// More threads exit at once than may park (thread_exit.c): the rest give
+// their caches back, and nothing is lost either way.
+TEST(ThreadExit, ExitsBeyondTheParkingBoundGiveTheirCachesBack) {
+    hc_free_sized(hc_malloc(16), 16);
+    hc_release_free_memory();  // nothing parked: the bound is all free
+    hc_stats before = Stats();
+    const int kThreads = 12;
+    std::mutex mutex;
+    std::condition_variable cv;
+    int ready = 0;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++)
+        threads.emplace_back([&] {
+            std::vector<void *> blocks;
+            for (int i = 0; i < 100; i++) blocks.push_back(hc_malloc(4096));
+            for (void *p : blocks) hc_free_sized(p, 4096);
+            std::unique_lock<std::mutex> lock(mutex);
+            ready++;
+            cv.notify_all();
+            cv.wait(lock, [&] { return ready == kThreads; });  // nobody is born after them
+        });
+    for (auto &t : threads) t.join();
+    tc_budget_stats b;
+    tc_budget_snapshot(&b);
+    EXPECT_GE(b.parked_caches, 1u);
+    EXPECT_LT(b.parked_caches, (size_t)kThreads) << "parking is bounded";
+    hc_stats after = Stats();
+    EXPECT_LE(after.bytes_in_use, before.bytes_in_use + 4096)
+        << "every exited thread's objects are parked or back in the central cache";
+    EXPECT_LE(after.thread_cache_bytes, before.thread_cache_bytes + b.parked_caches * ((size_t)1 << 20))
+        << "only the parked caches still hold objects";
 }
 
 // The main thread's own exit is main_thread_exit_test.c: pthread_exit in
