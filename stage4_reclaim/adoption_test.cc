@@ -3,6 +3,8 @@
 // two threads, counted in the stats while parked, and given back when
 // nobody takes it.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -116,6 +118,30 @@ TEST(Adoption, ThreadsBornTogetherNeverShareACache) {
         EXPECT_EQ(std::set<tc_cache *>(caches.begin(), caches.end()).size(), (size_t)kThreads)
             << "round " << round << ": two live threads had one cache";
     }
+}
+
+// fork() while a cache is parked: the child's first new thread adopts it,
+// whole (the registry lock was held across the fork).
+TEST(Adoption, AForkedChildAdoptsTheParkedCache) {
+    NoneParked();
+    ExitedThread gone = RunAndExit(200);
+    ASSERT_EQ(Budget().parked_caches, 1u);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        tc_cache *adopted = nullptr;
+        uint32_t left = 0;
+        std::thread([&] {
+            hc_free_sized(hc_malloc(kSize), kSize);
+            adopted = tc_current;
+            left = fl_length(&tc_current->lists[sc_index(kSize)]);
+        }).join();
+        _exit(adopted == gone.cache && left == gone.cached ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "the child's new thread adopted the parked cache with its list whole";
 }
 
 }  // namespace
