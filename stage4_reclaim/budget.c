@@ -162,7 +162,8 @@ void tc_budget_snapshot(tc_budget_stats *out) {
     hc_lock_acquire(&tc_registry_lock);
     out->budget_bytes = hc_get_options()->max_total_thread_cache_bytes;
     out->floor_bytes = TC_FLOOR_BYTES;
-    out->live_caches = tc_live_caches;
+    out->parked_caches = tc_parked_caches();
+    out->live_caches = tc_live_caches - out->parked_caches; /* both under the registry lock */
     out->capacity_bytes = 0;
     out->share_bytes = 0;
     for (tc_cache *tc = tc_registry; tc != NULL; tc = tc->next_cache) {

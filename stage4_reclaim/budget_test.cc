@@ -158,4 +158,64 @@ TEST(Budget, ABusyThreadTakesShareFromIdleOnes) {
     for (auto &t : idlers) t.join();
 }
 
+tc_budget_stats Budget() {
+    tc_budget_stats b;
+    tc_budget_snapshot(&b);
+    return b;
+}
+
+// Caches as much as the budget lets it: 16 B .. 8 KiB, several rounds.
+void CacheAll() {
+    std::vector<std::pair<void *, size_t>> got;
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 5000; i++) {
+            size_t size = (size_t)16 << (i % 10);
+            got.emplace_back(hc_malloc(size), size);
+        }
+        for (auto &[p, size] : got) hc_free_sized(p, size);
+        got.clear();
+    }
+}
+
+// A parked cache (thread_exit.c) keeps its share for a newborn; when a live
+// thread runs short of budget, its steal sweep gives the parked cache back.
+TEST(Budget, AStealSweepGivesBackAParkedCache) {
+    hc_free_sized(hc_malloc(16), 16);
+    hc_release_free_memory();  // nothing parked yet
+    std::mutex mutex;
+    std::condition_variable cv;
+    int step = 0;
+    auto wait_for = [&](int s) {
+        std::unique_lock<std::mutex> lock(mutex);
+        cv.wait(lock, [&] { return step >= s; });
+    };
+    auto go = [&](int s) {
+        std::lock_guard<std::mutex> lock(mutex);
+        step = s;
+        cv.notify_all();
+    };
+    std::thread holder([&] {
+        CacheAll();  // most of the budget
+        go(1);
+        wait_for(3);
+    });
+    size_t parked_before = 0, parked_after = 0;
+    wait_for(1);
+    std::thread busy([&] {
+        hc_free_sized(hc_malloc(16), 16);  // born before the holder exits: adopts nothing
+        go(2);
+        wait_for(4);
+        parked_before = Budget().parked_caches;
+        CacheAll();  // wants what the parked cache holds
+        parked_after = Budget().parked_caches;
+    });
+    wait_for(2);
+    go(3);
+    holder.join();
+    go(4);
+    busy.join();
+    EXPECT_EQ(parked_before, 1u) << "the holder's cache was parked";
+    EXPECT_EQ(parked_after, 0u) << "the busy thread's steal sweep gave it back";
+}
+
 }  // namespace

@@ -97,7 +97,10 @@ void hc_fork_parent(void) { hc_fork_release(0); }
 
 /* The other threads' caches stay in the child's registry with what they
  * cached: those threads do not exist there, so that memory is lost to the
- * child (bounded by the thread-cache budget), as with any allocator. */
+ * child (bounded by the thread-cache budget), as with any allocator.
+ * Parked caches (thread_exit.c) are whole in the child too: the registry
+ * lock, which parking and adoption hold, was taken for the fork, so the
+ * child's first new threads adopt them. */
 void hc_fork_child(void) { hc_fork_release(1); }
 
 /* 0: not yet; 1: registering (a nested malloc from pthread_atfork sees

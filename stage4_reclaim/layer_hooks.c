@@ -7,7 +7,8 @@
  * stage3_pagecache/layer_hooks.c):
  *   - the malloc slow path registers the fork handlers (fork.c), so every
  *     program linked with stage 4 is fork-safe;
- *   - hc_release_free_memory flushes the calling thread's cache, gives what
+ *   - hc_release_free_memory flushes the calling thread's cache and the
+ *     parked caches of exited threads (thread_exit.c), gives what
  *     the central cache keeps back to the page cache (as stage 3 does), and
  *     every free page of the page cache back to the OS (pc_release_all);
  *   - hc_get_stats adds the thread-cache budget and the heap limit (the
@@ -34,6 +35,7 @@ void hc_layer_release_free_memory(void) {
     /* The caller's cached objects first: the spans they pin may then go
      * back to the page cache, and out to the OS with the rest. */
     tc_flush_current();
+    tc_reclaim_parked(); /* exited threads' caches kept for new ones */
     cc_release_cached();
     pc_release_all();
 }

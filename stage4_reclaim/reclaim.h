@@ -14,13 +14,19 @@ typedef struct tc_budget_stats {
     size_t capacity_bytes;  /* what their lists' limits allow, floors included */
     size_t unclaimed_bytes; /* budget held by no thread */
     size_t live_caches;     /* threads with a cache */
+    size_t parked_caches;   /* caches of exited threads kept for new ones (thread_exit.c) */
 } tc_budget_stats;
-/* Invariants: capacity <= share + live_caches x floor;
+/* Share and capacity include the parked caches'.
+ * Invariants: capacity <= share + (live_caches + parked_caches) x floor;
  *             share + unclaimed <= budget (== when no claim is in flight). */
 
 /* Reclaims the caches of threads that died without their exit destructor,
  * then adds up the rest. Takes the registry lock. */
 void tc_budget_snapshot(tc_budget_stats *out);
+
+/* Gives every parked cache back (hc_release_free_memory). Takes the
+ * registry lock. */
+void tc_reclaim_parked(void);
 
 /* Taken before fork() and released after it, in parent and child. */
 void tc_fork_lock(void);

@@ -23,6 +23,8 @@ typedef struct tc_reclaim_cache {
     unsigned failed_claims;      /* claims refused since the last steal sweep */
     /* Thread exit (thread_exit.c). */
     pthread_mutex_t owner_alive; /* robust: held by the owner, so its death shows */
+    int parked;                  /* its owner exited; waiting for a new thread (registry lock) */
+    tc_cache *next_parked;       /* the parked stack (registry lock) */
 } tc_reclaim_cache;
 
 HC_INLINE tc_reclaim_cache *tc_ext(tc_cache *tc) { return (tc_reclaim_cache *)tc; }
@@ -50,11 +52,14 @@ void tc_reclaim_init_once(void);
 
 /* Visits up to `visits` caches, round robin: unlinks those whose owner died
  * (chained on *dead through next_cache, for tc_reclaim_dead once the lock is
- * dropped) and, if `thief` is set, takes the spare of idle ones; returns the
- * bytes taken. Registry lock held. */
+ * dropped) and, if `thief` is set, those parked too, and takes the spare of
+ * idle ones; returns the bytes taken. Registry lock held. */
 size_t tc_sweep_locked(tc_cache *thief, size_t visits, tc_cache **dead);
 
 /* Reclaims the caches a sweep found dead (registry lock not held). */
 void tc_reclaim_dead(tc_cache *dead);
+
+/* How many caches are parked: exact under the registry lock. */
+size_t tc_parked_caches(void);
 
 #endif /* HC_RECLAIM_CACHE_H_ */

@@ -4,11 +4,16 @@
  * (stage2_centralcache/thread_cache_hooks.h); diff it against
  * stage2_centralcache/thread_cache_hooks.c, which hands out records that
  * live for good.
- *   - a pthread key destructor gives the exiting thread's objects back to
- *     the central cache (stage 2's tc_flush: only the classes the thread
- *     used), its budget back to the unclaimed pool, and its record back to
- *     the pool, where the next new thread reuses it; it takes the registry
- *     lock once;
+ *   - a pthread key destructor parks the exiting thread's cache whole
+ *     (lists, limits, budget share) and the next new thread adopts it in
+ *     one step, instead of refilling every class it uses from the central
+ *     cache. A parked cache stays in the registry (its objects still count
+ *     as thread-cache bytes) and on a stack of at most TC_MAX_PARKED; it is
+ *     given back when the stack is full, when a budget steal sweep meets
+ *     it (live threads need the budget more), or by hc_release_free_memory;
+ *   - given back means: its objects to the central cache (stage 2's
+ *     tc_flush: only the classes the thread used), its budget to the
+ *     unclaimed pool, and its record to the pool;
  *   - after that destructor has run (other TLS destructors may still
  *     allocate), the thread gets no new record: it works uncached, every
  *     malloc and free going straight to the central cache, so nothing is
@@ -30,6 +35,10 @@
 #include "stage4_reclaim/reclaim_cache.h"
 
 #define TC_REAP_VISITS 2u
+/* Parked caches at most: a few, so a burst of exits that no birth follows
+ * pins little (each is within the budget), and a pool of threads that
+ * replaces its members one at a time always finds one. */
+#define TC_MAX_PARKED 4u
 
 static hc_pool tc_record_pool = HC_POOL_INITIALIZER(sizeof(tc_reclaim_cache));
 
@@ -37,6 +46,11 @@ static hc_pool tc_record_pool = HC_POOL_INITIALIZER(sizeof(tc_reclaim_cache));
 static HC_THREAD_LOCAL int tc_thread_exited;
 
 static tc_cache *tc_sweep_cursor; /* where the next sweep starts (registry lock) */
+
+/* Caches whose owners exited, newest first (registry lock; the count is
+ * also read without it, to skip the lock when none is parked). */
+static tc_cache *tc_parked;
+static size_t tc_parked_count;
 
 static pthread_key_t tc_exit_key;
 static pthread_once_t tc_init_once = PTHREAD_ONCE_INIT;
@@ -82,14 +96,36 @@ static tc_cache *tc_sweep_next_locked(void) {
     return tc;
 }
 
+/* Takes tc off the parked stack. Registry lock held. */
+static void tc_unpark_locked(tc_cache *tc) {
+    tc_cache **link = &tc_parked;
+    while (*link != tc)
+        link = &tc_ext(*link)->next_parked;
+    *link = tc_ext(tc)->next_parked;
+    tc_ext(tc)->parked = 0;
+    __atomic_store_n(&tc_parked_count, tc_parked_count - 1, __ATOMIC_RELAXED);
+}
+
 size_t tc_sweep_locked(tc_cache *thief, size_t visits, tc_cache **dead) {
     unsigned epoch = tc_budget_next_epoch();
     size_t stolen = 0;
-    for (size_t i = 0; i < visits && i < tc_live_caches; i++) {
+    /* The length before the sweep: each dead cache it unlinks shortens the
+     * registry, and a bound that shrank with it would stop short. */
+    size_t caches = tc_live_caches;
+    for (size_t i = 0; i < visits && i < caches; i++) {
         tc_cache *victim = tc_sweep_next_locked();
         if (victim == NULL || victim == thief)
             continue;
-        if (tc_owner_dead_locked(victim)) {
+        if (tc_ext(victim)->parked) {
+            /* Kept for a newborn, but a live thread is short of budget:
+             * the share it holds is worth more there. */
+            if (thief != NULL) {
+                tc_unpark_locked(victim);
+                tc_unlink_locked(victim);
+                victim->next_cache = *dead;
+                *dead = victim;
+            }
+        } else if (tc_owner_dead_locked(victim)) {
             tc_unlink_locked(victim);
             victim->next_cache = *dead;
             *dead = victim;
@@ -117,6 +153,65 @@ void tc_reclaim_dead(tc_cache *dead) {
     }
 }
 
+void tc_reclaim_parked(void) {
+    tc_cache *dead = NULL;
+    hc_lock_acquire(&tc_registry_lock);
+    while (tc_parked != NULL) {
+        tc_cache *tc = tc_parked;
+        tc_unpark_locked(tc);
+        tc_unlink_locked(tc);
+        tc->next_cache = dead;
+        dead = tc;
+    }
+    hc_lock_release(&tc_registry_lock);
+    tc_reclaim_dead(dead);
+}
+
+size_t tc_parked_caches(void) { return __atomic_load_n(&tc_parked_count, __ATOMIC_RELAXED); }
+
+/* ---- Parking and adoption ---------------------------------------------------- */
+
+/* The exiting owner of the linked cache tc parks it, unless TC_MAX_PARKED
+ * are parked already; returns 1 if it did. From here on tc is no thread's:
+ * its owner lock is released while the registry lock makes it parked, so a
+ * sweep never sees it free and unparked. */
+static int tc_park_on_exit(tc_cache *tc) {
+    /* As tc_thread_exit does before it gives a cache back: the thread is
+     * leaving, and a later destructor's malloc must not use tc. */
+    tc_thread_exited = 1;
+    tc_current = &tc_sentinel;
+    hc_lock_acquire(&tc_registry_lock);
+    int park = tc_parked_count < TC_MAX_PARKED;
+    if (park) {
+        tc_ext(tc)->parked = 1;
+        tc_ext(tc)->next_parked = tc_parked;
+        tc_parked = tc;
+        __atomic_store_n(&tc_parked_count, tc_parked_count + 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&tc_ext(tc)->owner_alive);
+    }
+    hc_lock_release(&tc_registry_lock);
+    return park;
+}
+
+/* A parked cache for the calling new thread, unlinked (stage 2's
+ * tc_get_or_create links it again, as it does a fresh record), or NULL.
+ * Between the two, hc_get_stats misses its objects: a birth in flight. */
+static tc_cache *tc_adopt(void) {
+    if (__atomic_load_n(&tc_parked_count, __ATOMIC_RELAXED) == 0)
+        return NULL; /* the common case of a program without churn: no lock */
+    hc_lock_acquire(&tc_registry_lock);
+    tc_cache *tc = tc_parked;
+    if (tc != NULL) {
+        tc_unpark_locked(tc);
+        tc_unlink_locked(tc);
+        tc_policy(tc)->prev_cache = NULL; /* it goes back at the head */
+    }
+    hc_lock_release(&tc_registry_lock);
+    if (tc != NULL)
+        pthread_mutex_lock(&tc_ext(tc)->owner_alive); /* now this thread's */
+    return tc;
+}
+
 /* ---- The hooks of stage 2's list policy ------------------------------------ */
 
 tc_cache *tc_layer_new_record(void) {
@@ -126,7 +221,10 @@ tc_cache *tc_layer_new_record(void) {
     if (tc_thread_exited)
         return NULL;
     tc_reclaim_init_once();
-    tc_cache *tc = pool_alloc(&tc_record_pool); /* zeroed: lists empty, limits 0 */
+    tc_cache *tc = tc_adopt(); /* a dead thread's lists, limits and share, whole */
+    if (tc != NULL)
+        return tc;
+    tc = pool_alloc(&tc_record_pool); /* zeroed: lists empty, limits 0 */
     if (tc == NULL)
         return NULL;
     /* Held until the thread exits: if it dies without our destructor
@@ -152,6 +250,9 @@ void tc_layer_cache_created(tc_cache *tc) {
 
 /* The pthread key destructor: runs when a thread that has a cache exits. */
 static void tc_thread_exit(void *arg) {
+    if (tc_park_on_exit(arg))
+        return; /* the next new thread takes it over */
+    /* Too many parked: give it back. */
     /* LAB BEGIN: thread_exit */
     tc_cache *tc = arg;
     tc_thread_exited = 1;

@@ -4,6 +4,8 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,12 @@ size_t LiveCaches() {
     return b.live_caches;
 }
 
+size_t ParkedCaches() {
+    tc_budget_stats b;
+    tc_budget_snapshot(&b);
+    return b.parked_caches;
+}
+
 
 TEST(ThreadExit, ThousandShortLivedThreadsLeaveNothingCached) {
     hc_free_sized(hc_malloc(16), 16);  // the main thread's own cache exists
@@ -34,9 +42,11 @@ TEST(ThreadExit, ThousandShortLivedThreadsLeaveNothingCached) {
     for (int i = 100; i < 1000; i++) std::thread(ShortLivedThread, i).join();
     hc_stats after_1000 = Stats();
 
-    EXPECT_EQ(LiveCaches(), caches_before) << "every exited thread's cache was reclaimed";
-    EXPECT_LT(after_1000.thread_cache_bytes, (size_t)256 << 10)
-        << "only the main thread's cache is left";
+    EXPECT_EQ(LiveCaches(), caches_before) << "every exited thread's cache was reclaimed or parked";
+    // A parked cache (thread_exit.c) holds at most one ShortLivedThread's
+    // 200 blocks of at most 2007 bytes.
+    EXPECT_LT(after_1000.thread_cache_bytes, ((size_t)256 << 10) + ParkedCaches() * 200 * 2007)
+        << "only the main thread's cache and the parked ones are left";
     EXPECT_LE(after_1000.os_mapped_bytes, after_100.os_mapped_bytes + after_100.os_mapped_bytes / 10)
         << "900 more threads did not grow the heap: their objects were reused";
     std::printf("thread churn on %s: mapped %zu KiB after 100 threads, %zu KiB after 1000; "
@@ -126,6 +136,39 @@ TEST(ThreadExit, AThreadWhoseFirstCallIsAFreeGetsReclaimedToo) {
     size_t caches_before = LiveCaches();
     std::thread([p] { hc_free_sized(p, 256); }).join();
     EXPECT_EQ(LiveCaches(), caches_before);
+}
+
+// More threads exit at once than may park (thread_exit.c): the rest give
+// their caches back, and nothing is lost either way.
+TEST(ThreadExit, ExitsBeyondTheParkingBoundGiveTheirCachesBack) {
+    hc_free_sized(hc_malloc(16), 16);
+    hc_release_free_memory();  // nothing parked: the bound is all free
+    hc_stats before = Stats();
+    const int kThreads = 12;
+    std::mutex mutex;
+    std::condition_variable cv;
+    int ready = 0;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++)
+        threads.emplace_back([&] {
+            std::vector<void *> blocks;
+            for (int i = 0; i < 100; i++) blocks.push_back(hc_malloc(4096));
+            for (void *p : blocks) hc_free_sized(p, 4096);
+            std::unique_lock<std::mutex> lock(mutex);
+            ready++;
+            cv.notify_all();
+            cv.wait(lock, [&] { return ready == kThreads; });  // nobody is born after them
+        });
+    for (auto &t : threads) t.join();
+    tc_budget_stats b;
+    tc_budget_snapshot(&b);
+    EXPECT_GE(b.parked_caches, 1u);
+    EXPECT_LT(b.parked_caches, (size_t)kThreads) << "parking is bounded";
+    hc_stats after = Stats();
+    EXPECT_LE(after.bytes_in_use, before.bytes_in_use + 4096)
+        << "every exited thread's objects are parked or back in the central cache";
+    EXPECT_LE(after.thread_cache_bytes, before.thread_cache_bytes + b.parked_caches * ((size_t)1 << 20))
+        << "only the parked caches still hold objects";
 }
 
 // The main thread's own exit is main_thread_exit_test.c: pthread_exit in
