@@ -29,7 +29,7 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            and every "stage3.md, section 8" in a chapter or a comment names a
            numbered section of that chapter;
   trackers no doc, source, script or BUILD file names a tracker entry
-           ("issue 24"): it says what the thing is;
+           (the word "issue" and a number): it says what the thing is;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
            each header declares (functions named with its hook prefix),
            docs/stage4.md's table of its files the hooks each file defines,
