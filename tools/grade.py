@@ -205,7 +205,11 @@ def test_targets(bazel, stage):
         name = re.search(r'^\s*name = "([^"]+)"', block, re.M)
         if not head or not name:
             continue
-        kind, label = head.group(1), f"//{stage}:{name.group(1)}"
+        # The package from the BUILD file's path in the location comment:
+        # a suite of //stage:all may name tests of a subpackage (stage 4's checks/).
+        where = re.search(rf"/({re.escape(stage)}(?:/[\w.-]+)*)/BUILD(?:\.bazel)?:\d+", block)
+        package = where.group(1) if where else stage
+        kind, label = head.group(1), f"//{package}:{name.group(1)}"
         env = {}
         m = re.search(r"^\s*env = (\{.*\}),?$", block, re.M)
         if m:

@@ -1,4 +1,4 @@
-/* stage4_reclaim/dropin_fork_stdio_check.c — fork while other threads use
+/* stage4_reclaim/checks/dropin_fork_stdio_check.c — fork while other threads use
  * stdio. Run by dropin_fork_test under LD_PRELOAD=libhcmalloc.so.
  *
  * stdio calls malloc with a FILE locked (getline grows its buffer under the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# stage4_reclaim/dropin_run_checks.sh LIB PROGRAM... — runs each check
+# stage4_reclaim/checks/dropin_run_checks.sh LIB PROGRAM... — runs each check
 # program with LIB preloaded; each must exit 0 and print its PASS line (the
 # programs themselves verify that libhcmalloc.so answered their calls).
 set -u

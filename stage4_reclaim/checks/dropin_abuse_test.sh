@@ -1,5 +1,5 @@
 #!/bin/bash
-# stage4_reclaim/dropin_abuse_test.sh DEFAULT_LIB HARDENED_LIB CHECK —
+# stage4_reclaim/checks/dropin_abuse_test.sh DEFAULT_LIB HARDENED_LIB CHECK —
 # runs each of dropin_abuse_check's heap-misuse cases under both drop-ins.
 # The hardened library must stop every one: killed by SIGABRT, one
 # "hcmalloc: ..." line on stderr, no NOT_CAUGHT. The default library must do

@@ -1,5 +1,5 @@
 #!/bin/bash
-# stage4_reclaim/profile_test.sh SITES SITES_FP SIZED_DELETE PROFILER_LIB PLAIN_LIB
+# stage4_reclaim/checks/profile_test.sh SITES SITES_FP SIZED_DELETE PROFILER_LIB PLAIN_LIB
 # — the heap profiler end to end, read by google-pprof (Debian's
 # google-perftools, tools/setup.sh):
 #   1. profile_sites (linked with libhcmalloc_profiler.so; with and without

@@ -1,4 +1,4 @@
-/* stage4_reclaim/profile_sites.c — a program whose heap is known, for the
+/* stage4_reclaim/checks/profile_sites.c — a program whose heap is known, for the
  * heap profiler's tests (profile_test.sh). Linked with
  * libhcmalloc_profiler.so (or preloaded onto it).
  *

@@ -1,4 +1,4 @@
-/* stage4_reclaim/dropin_abuse_check.c CASE — one heap-misuse pattern (the
+/* stage4_reclaim/checks/dropin_abuse_check.c CASE — one heap-misuse pattern (the
  * how2heap catalogue's first steps, tests/heap_abuse_test.cc's set) through
  * the C malloc names, for :dropin_abuse_test to run under the default and
  * the hardened drop-in. Prints NOT_CAUGHT if the mistake went through (as

@@ -1,8 +1,8 @@
-// stage4_reclaim/churn_rss.cc — the thread-churn workload, as a program that
+// stage4_reclaim/checks/churn_rss.cc — the thread-churn workload, as a program that
 // prints RSS and mapped bytes every 100 threads. Built against stage 3 and
 // stage 4 (BUILD: churn_rss_stage3, churn_rss_stage4), to compare the RSS
 // of the two; it asserts nothing (thread_exit_test is stage 4's test of it).
-//   bazel run //stage4_reclaim:churn_rss_stage3 -- 1000
+//   bazel run //stage4_reclaim/checks:churn_rss_stage3 -- 1000
 #include <stdlib.h>
 
 #include <cstdio>

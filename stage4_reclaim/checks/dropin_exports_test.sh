@@ -1,8 +1,10 @@
 #!/bin/bash
-# stage4_reclaim/dropin_exports_test.sh LIB — libhcmalloc.so exports the
+# stage4_reclaim/checks/dropin_exports_test.sh LIB — libhcmalloc.so exports the
 # public API (common/hcmalloc.h), the malloc family, glibc's __libc_* entry
 # points and C++ new/delete, and nothing else: no internal name (tc_, cc_,
 # pc_, pm_, os_, pool_, sc_...) can clash with a program's or be interposed.
+# Nor the heap map's hc_dump_heap_svg: a tool's entry, which only the traced
+# drop-in links in (stage4_reclaim/BUILD, :heap_map).
 # And it needs libc alone: no libstdc++, libm or libgcc_s loaded into every
 # process that preloads it (dropin_new.cc binds libstdc++ weakly).
 set -euo pipefail
@@ -11,7 +13,6 @@ expected=(
     hc_malloc hc_free_sized hc_calloc hc_free hc_realloc hc_aligned_alloc
     hc_usable_size hc_thread_flush hc_release_free_memory hc_get_stats
     hc_stage_name hc_features hc_get_property hc_dump_heap_profile
-    hc_dump_heap_svg # the heap-map tool's entry (stage3_pagecache/heap_map.h)
     malloc free calloc realloc reallocarray memalign aligned_alloc
     posix_memalign valloc pvalloc malloc_usable_size free_sized
     free_aligned_sized malloc_trim malloc_stats mallinfo mallinfo2

@@ -1,5 +1,5 @@
 #!/bin/bash
-# stage4_reclaim/link_test.sh STATIC_LIB SHARED_LIB PROG.c PROG.cc HCMALLOC_H
+# stage4_reclaim/checks/link_test.sh STATIC_LIB SHARED_LIB PROG.c PROG.cc HCMALLOC_H
 # — docs/dropin.md's link recipe, run as written: a C and a C++ program
 # each linked with -lhcmalloc against the static library and against the
 # shared one, no LD_PRELOAD; each program checks that hcmalloc answers its

@@ -1,4 +1,4 @@
-// stage4_reclaim/dropin_new_check.cc — operator new/delete in every form,
+// stage4_reclaim/checks/dropin_new_check.cc — operator new/delete in every form,
 // through whatever allocator the process runs on; :dropin_api_test runs it
 // under LD_PRELOAD=libhcmalloc.so. Checks that the operators resolve into
 // libhcmalloc.so, that aligned new is aligned, and the failure contract:

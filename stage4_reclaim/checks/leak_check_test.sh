@@ -1,5 +1,5 @@
 #!/bin/bash
-# stage4_reclaim/leak_check_test.sh PROFILER_LIB PROGRAM — the leak check as
+# stage4_reclaim/checks/leak_check_test.sh PROFILER_LIB PROGRAM — the leak check as
 # its users read it, on leak_check_program (200 MiB kept in a global array
 # by keep_in_global, 20 MiB behind a small block by keep_behind_pointer,
 # 10 MiB on the stack of exit_holding_on_stack, 50 MiB lost by leaky: static

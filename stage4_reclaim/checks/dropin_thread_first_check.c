@@ -1,4 +1,4 @@
-/* stage4_reclaim/dropin_thread_first_check.c — the recursion trap.
+/* stage4_reclaim/checks/dropin_thread_first_check.c — the recursion trap.
  * Run by dropin_run_checks.sh (:dropin_api_test) under LD_PRELOAD=libhcmalloc.so.
  *
  * Built twice: preloaded (dropin_api_test), and linked with dropin.c and

@@ -1,4 +1,4 @@
-// stage4_reclaim/link_check.cc — a C++ program linked with -lhcmalloc
+// stage4_reclaim/checks/link_check.cc — a C++ program linked with -lhcmalloc
 // (static or shared, link_test.sh): operator new and delete must be
 // hcmalloc's, with no LD_PRELOAD.
 #include <malloc.h>

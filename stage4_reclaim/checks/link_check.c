@@ -1,4 +1,4 @@
-/* stage4_reclaim/link_check.c — a C program linked with -lhcmalloc (static
+/* stage4_reclaim/checks/link_check.c — a C program linked with -lhcmalloc (static
  * or shared, link_test.sh builds it both ways, as docs/dropin.md's recipe
  * says): malloc must be hcmalloc's, with no LD_PRELOAD. */
 #include <malloc.h>

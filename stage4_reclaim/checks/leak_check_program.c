@@ -1,4 +1,4 @@
-/* stage4_reclaim/leak_check_program.c — a heap with reachable and
+/* stage4_reclaim/checks/leak_check_program.c — a heap with reachable and
  * unreachable allocation sites, for :leak_check_test: 200 blocks of 1 MiB
  * kept in a global array to the end (keep_in_global), and 50 of 1 MiB lost
  * by `leaky`. Reachable the other ways the leak check's scan looks: 20 of

@@ -1,4 +1,4 @@
-// stage4_reclaim/profile_sized_delete.cc — sampled blocks freed through
+// stage4_reclaim/checks/profile_sized_delete.cc — sampled blocks freed through
 // sized operator delete (hc_free_sized, which a plain build serves without
 // a page-map lookup) must leave the profiler's live set. Run with every
 // allocation sampled (HCMALLOC_PROFILE_SAMPLE_BYTES=1) and the leak check:

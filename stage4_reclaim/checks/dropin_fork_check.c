@@ -1,4 +1,4 @@
-/* stage4_reclaim/dropin_fork_check.c — fork while other threads allocate.
+/* stage4_reclaim/checks/dropin_fork_check.c — fork while other threads allocate.
  * Run by dropin_fork_test.sh under LD_PRELOAD=libhcmalloc.so.
  *
  * Three threads malloc and free without pause (yielding now and then, so

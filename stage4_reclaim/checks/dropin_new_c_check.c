@@ -1,4 +1,4 @@
-/* stage4_reclaim/dropin_new_c_check.c — operator new called from a process
+/* stage4_reclaim/checks/dropin_new_c_check.c — operator new called from a process
  * that has no libstdc++ (a C program), under LD_PRELOAD=libhcmalloc.so:
  * the library's weak references to libstdc++ are null here
  * (dropin_new.cc), and its fallback must hold: new works, nothrow new

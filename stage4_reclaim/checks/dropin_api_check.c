@@ -1,4 +1,4 @@
-/* stage4_reclaim/dropin_api_check.c — the API contract (tests/conformance_test.cc)
+/* stage4_reclaim/checks/dropin_api_check.c — the API contract (tests/conformance_test.cc)
  * and glibc's extras, checked through the C malloc names of whatever
  * allocator the process runs on. Run by :dropin_api_test under
  * LD_PRELOAD=libhcmalloc.so; it first proves hcmalloc is the one answering.

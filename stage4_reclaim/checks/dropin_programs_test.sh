@@ -1,5 +1,5 @@
 #!/bin/bash
-# stage4_reclaim/dropin_programs_test.sh LIB — real programs, with and
+# stage4_reclaim/checks/dropin_programs_test.sh LIB — real programs, with and
 # without LD_PRELOAD=LIB, must print the same thing; with it,
 # HCMALLOC_STATS=1 must produce hcmalloc's report, proving the library
 # really served them. Programs: python3 (threads building and dropping big
