@@ -24,8 +24,9 @@
 # lab 4's idle-only stealing) are broken on purpose there (tools/mutants.py
 # --in: seconds each) and must fail.
 # Then, in the skeleton, the handout (LAB.md):
-#   3. names every test target of //STAGE:all, and every file path it
-#      names exists in the workspace (no question points outside it);
+#   3. names every test target of //STAGE:all, each test its tables name
+#      is one of them, and every file path it names exists in the
+#      workspace (no question points outside it);
 #      every code name in its backticks is in the workspace or declared not
 #      to be, and its yardstick table is tools/yardsticks.json's
 #      (tools/handout_check.py);
@@ -186,10 +187,19 @@ run_handout_commands() {
 # The handout names every target that grades the lab, and no file the
 # workspace lacks.
 check_handout_text() {
-    local stage=$1 handout=$workspace/LAB.md bad=0 target path
-    for target in $(lab_bazel query --noshow_progress "tests(//$stage:all)" 2>/dev/null | sed 's/.*://'); do
+    local stage=$1 handout=$workspace/LAB.md bad=0 target path targets
+    targets=$(lab_bazel query --noshow_progress "tests(//$stage:all)" 2>/dev/null | sed 's/.*://')
+    for target in $targets; do
         if ! grep -q "\`$target\`\|$stage:$target" "$handout"; then
             echo "FAIL: LAB.md of $stage never names the test target $target" >&2
+            bad=$((bad + 1))
+        fi
+    done
+    # And back: each test its tables name is one //STAGE:all runs (a
+    # subpackage's tests, such as stage 4's checks/, come in by a test_suite).
+    for target in $(grep -o '^| `[^|]*|' "$handout" | grep -o '`[a-z0-9_]*_test`' | tr -d '`' | sort -u); do
+        if ! grep -qx "$target" <<<"$targets"; then
+            echo "FAIL: LAB.md of $stage names $target, which bazel test //$stage:all does not run" >&2
             bad=$((bad + 1))
         fi
     done
