@@ -3,7 +3,8 @@
  * them). Only the profiler's library (:hcmalloc_profiler) has them: its
  * BUILD copts force this file into each of its sources (`-include`), ahead
  * of stage 3's malloc.c's own include of block_hooks.h, which the include
- * guard defined below then skips.
+ * guard defined below then skips; diff this file against
+ * stage3_pagecache/block_hooks.h, whose hooks do nothing.
  *
  * The countdown: the thread's hook word (stage1_threadcache/thread_cache.h,
  * tc_self.layer_word) holds the bytes it may still allocate before its next
