@@ -193,13 +193,6 @@ HC_EXPORT void hc_get_stats(hc_stats *out) {
     out->metadata_bytes = pool_mapped_bytes();
 }
 
-/* The heap profiler is stage 4's (libhcmalloc_profiler.so). */
-HC_EXPORT int hc_dump_heap_profile(int fd) {
-    (void)fd;
-    errno = ENOSYS;
-    return -1;
-}
-
 HC_EXPORT const char *hc_stage_name(void) { return HC_STRINGIFY(HC_STAGE_NAME); }
 
 HC_EXPORT unsigned hc_features(void) { return HC_STAGE_FEATURES; }

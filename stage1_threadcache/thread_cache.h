@@ -36,13 +36,13 @@ typedef struct tc_cache {
  * tc_sentinel, a cache whose every list is empty (so malloc misses) and full
  * (room 0, so free overflows). Both misses lead to the slow path,
  * which gives the thread a real cache; the fast path needs no NULL check.
- * `layer_countdown` is no layer's here: stage 4's profiler build counts the
- * bytes to its next sample in it (stage3_pagecache/layer_hooks.h). In one
- * record with the cache pointer, a fast path that reads both loads one TLS
- * offset, not two (docs/profiling.md, section 6). */
+ * `layer_word` is a hook: no layer here reads it. It is a later layer's, for
+ * a fast path of its own (stage 3's block_hooks.h hands it to that layer):
+ * in one record with the cache pointer, a fast path that reads both loads
+ * one TLS offset, not two (docs/profiling.md, section 6). */
 typedef struct tc_thread_words {
     tc_cache *cache;
-    intptr_t layer_countdown;
+    intptr_t layer_word;
 } tc_thread_words;
 extern HC_THREAD_LOCAL tc_thread_words tc_self;
 extern tc_cache tc_sentinel;

@@ -2,8 +2,6 @@
  * malloc.c calls (layer_hooks.h).
  * May touch: the thread cache (tc_flush_current), the central cache
  * (cc_release_cached). */
-#include <errno.h>
-
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/transfer_cache.h"
@@ -27,9 +25,3 @@ int hc_layer_reclaim_for_retry(void) {
 
 /* The budget and the heap limit are stage 4's: their fields stay 0. */
 void hc_layer_collect_stats(hc_stats *out) { (void)out; }
-
-int hc_layer_dump_heap_profile(int fd) {
-    (void)fd;
-    errno = ENOSYS; /* the heap profiler is stage 4's libhcmalloc_profiler.so */
-    return -1;
-}

@@ -33,6 +33,7 @@
 #include "common/pool.h"
 #include "common/track.h"
 #include "stage1_threadcache/thread_cache.h"
+#include "stage3_pagecache/block_hooks.h"
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
@@ -188,10 +189,8 @@ static hc_span *large_span_of(void *ptr, const char *what) {
 }
 
 static void large_free(hc_span *span) {
-#if HC_SAMPLING
-    if (span->sampled) /* the mark that sends a sampled block's free here (layer_hooks.h) */
-        hc_layer_on_sampled_free(span_start(span), span->sample_record);
-#endif
+    if (BLOCK_HOOKS_WATCH && span->layer_record != NULL) /* a watched block (block_hooks.h) */
+        block_hook_on_free(span_start(span), span->layer_record);
     track_free(span_start(span), span_bytes(span));
     pc_free_span(span);
 }
@@ -319,24 +318,21 @@ static HC_NOINLINE void free_unsized_slow(void *ptr) {
     large_free(large_span_of(ptr, "free(): invalid pointer"));
 }
 
-#if HC_SAMPLING
-/* ---- The sampling build only (layer_hooks.h) -------------------------------------- */
+/* ---- Blocks a later layer watches (block_hooks.h; none in stage 3) ----------------- */
 
-/* A sampled block: a large span of its own, whatever its size, marked. */
-static HC_NOINLINE void *malloc_sampled(size_t size) {
+/* A watched block: a large span of its own, whatever its size, keeping the
+ * layer's record. */
+static HC_NOINLINE void *malloc_watched(size_t size) {
     void *p = large_alloc(size == 0 ? 1 : size, 1);
-    if (p != NULL) {
-        hc_span *span = pc_span_of(p);
-        span->sampled = 1;
-        span->sample_record = hc_layer_on_sampled_alloc(p, size);
-    }
+    if (p != NULL)
+        pc_span_of(p)->layer_record = block_hook_on_alloc(p, size);
     return p;
 }
 
-/* The countdown ran out: sampled, or the rest of hc_malloc. */
-static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
-    if (hc_layer_sample_due(size))
-        return malloc_sampled(size);
+/* block_hook_due sent the request here: watched, or the rest of hc_malloc. */
+static HC_NOINLINE void *malloc_at_hook_point(size_t size) {
+    if (block_hook_choose(size))
+        return malloc_watched(size);
     if (size - 1 < HC_TABLE_MAX_SIZE) {
         void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
         if (obj != NULL) {
@@ -346,11 +342,10 @@ static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
     }
     return malloc_slow(size);
 }
-#endif
 
 /* ---- Fast paths ----------------------------------------------------------------
  * hc_malloc and hc_free_sized take stage 1's fast path, rewritten here for
- * what this layer adds (the sampling build's countdown, the debug checks,
+ * what this layer adds (the block hooks' check, the debug checks,
  * the unsized free's tag): requests of 1..1024 bytes (HC_TABLE_MAX_SIZE)
  * that hit the thread cache never leave them.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
@@ -362,10 +357,8 @@ static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
  * central cache writes. */
 
 HC_EXPORT void *hc_malloc(size_t size) {
-#if HC_SAMPLING
-    if (HC_UNLIKELY((hc_sample_countdown -= (intptr_t)size) < 0))
-        return malloc_at_sample_point(size);
-#endif
+    if (HC_UNLIKELY(block_hook_due(&tc_self.layer_word, size)))
+        return malloc_at_hook_point(size);
     if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE)) { /* size 0: lists[0], a miss (thread_cache.h) */
         hc_free_list *list = tc_list_small(tc_current, size);
 #if defined(__x86_64__)
@@ -383,13 +376,11 @@ HC_EXPORT void *hc_malloc(size_t size) {
 }
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
-#if HC_SAMPLING
-    /* A sampled block of any size is a large span: the size cannot tell. */
-    if (HC_UNLIKELY(pm_class_of(ptr) == 0)) {
+    /* A watched block of any size is a large span: the size cannot tell. */
+    if (BLOCK_HOOKS_WATCH && HC_UNLIKELY(pm_class_of(ptr) == 0)) {
         free_unsized_slow(ptr);
         return;
     }
-#endif
     /* `size - 1`, not lists[0] as malloc does: size 0 must reach
      * free_sized_slow before anything reads or notes the block (the
      * hardened build's malloc(0) address has no class at all). */
@@ -537,11 +528,11 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
         return NULL;
     }
     size_t old = block_size(span);
-    /* A sampled block is a large span whatever its size (layer_hooks.h): it
+    /* A watched block is a large span whatever its size (block_hooks.h): it
      * too is resized in place, so realloc to its usable size keeps it (as
-     * glibc's tst-realloc asks). Its sample keeps the size it was taken
-     * at, as tcmalloc's does. */
-    int large_in_place = size > HC_MAX_SMALL_SIZE || (HC_SAMPLING && span->sampled);
+     * glibc's tst-realloc asks). The layer's record keeps the size it was
+     * watched at (stage 4's profiler's sample does, as tcmalloc's does). */
+    int large_in_place = size > HC_MAX_SMALL_SIZE || (BLOCK_HOOKS_WATCH && span->layer_record != NULL);
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
                                   : large_in_place && large_resize_in_place(span, size)) {
         track_resize(ptr, block_size(span), size);
@@ -624,8 +615,6 @@ HC_EXPORT void hc_get_stats(hc_stats *out) {
     out->oom_rescues = __atomic_load_n(&oom_rescues, __ATOMIC_RELAXED);
     hc_layer_collect_stats(out); /* stage 4: the budget, the heap limit */
 }
-
-HC_EXPORT int hc_dump_heap_profile(int fd) { return hc_layer_dump_heap_profile(fd); }
 
 HC_EXPORT const char *hc_stage_name(void) { return HC_STRINGIFY(HC_STAGE_NAME); }
 

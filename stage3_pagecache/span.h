@@ -70,11 +70,7 @@ typedef struct hc_span {
     uint8_t state;           /* span_state */
     uint8_t direct;          /* mapped straight from the OS (very large): unmapped when freed */
     uint8_t size_class;      /* SPAN_SMALL: its class; else 0 */
-    union {
-        uint8_t in_bucket_list; /* SPAN_SMALL: on its bucket's list of spans with free objects */
-        uint8_t sampled;        /* SPAN_LARGE: a block the heap profiler recorded (layer_hooks.h,
-                                 * HC_SAMPLING); span_hand_out clears it with in_bucket_list */
-    };
+    uint8_t in_bucket_list;  /* SPAN_SMALL: on its bucket's list of spans with free objects */
     /* SPAN_SMALL geometry, fixed while the span is SPAN_SMALL. */
     uint32_t object_size;
     uint16_t object_count;   /* at most 1024 (span.h's bound above) */
@@ -96,10 +92,11 @@ typedef struct hc_span {
          * two states never overlap), so the record stays one 64-byte cache
          * line. */
         size_t backed_pages;
-        /* SPAN_LARGE and sampled: the heap profiler's record of the block
-         * (layer_hooks.h, HC_SAMPLING). span_hand_out clears the word, and
-         * pc_free_span sets backed_pages over it. */
-        void *sample_record;
+        /* SPAN_LARGE: a hook word, the record a later layer keeps for a
+         * block it watches (block_hooks.h); NULL for every other block,
+         * and no stage-3 code reads it. span_hand_out clears the word
+         * (backed_pages = 0), and pc_free_span sets backed_pages over it. */
+        void *layer_record;
     };
     uint32_t free_count;
     uint32_t objects_in_use;

@@ -14,7 +14,6 @@
  *   - hc_get_stats adds the thread-cache budget and the heap limit (the
  *     page cache fills released_bytes once stage 4's release policy,
  *     page_release.c, gives pages back);
- *   - hc_dump_heap_profile is the heap profiler's (profile.c);
  *   - out of memory, the retry first gets everything hc_release_free_memory
  *     gives back, and the free spans' address space (unmapped).
  * May touch: the thread cache (tc_flush_current), the central cache
@@ -24,7 +23,6 @@
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/page_release.h"
-#include "stage4_reclaim/profile.h"
 #include "stage4_reclaim/reclaim.h"
 
 /* After tc_current is published: pthread_atfork may malloc. Returns at once
@@ -62,5 +60,3 @@ void hc_layer_collect_stats(hc_stats *out) {
     out->heap_limit_bytes = pc_heap_limit_bytes();
     out->heap_limit_hits = pc_heap_limit_refusals();
 }
-
-int hc_layer_dump_heap_profile(int fd) { return hc_profile_dump(fd); }

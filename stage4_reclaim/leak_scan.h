@@ -25,7 +25,7 @@
 
 typedef struct leak_block {
     uintptr_t start, end; /* the bytes the program asked for, [start, end) */
-    void *owner;          /* the caller's record of the block (profile.c: its bucket) */
+    void *owner;          /* the caller's record of the block (profile_leak.c: its bucket) */
     int reachable;        /* set by leak_scan */
 } leak_block;
 

@@ -3,17 +3,18 @@
  * exit. docs/profiling.md explains the sampling; docs/dropin.md, "Profiling
  * and tuning", the variables.
  *
- * The sampling itself is in the sampling build only (HC_SAMPLING=1,
- * :hcmalloc_profiler and libhcmalloc_profiler.so): stage 3's malloc.c then
- * counts each thread's bytes down and calls the hooks of
- * stage3_pagecache/layer_hooks.h, which profile.c defines. Every other build
- * compiles profile.c with HC_SAMPLING=0: it only warns, once, that the
- * profiler's variables are ignored, and hc_dump_heap_profile fails with
- * ENOSYS.
+ * The profiler is in its own library only (:hcmalloc_profiler and
+ * libhcmalloc_profiler.so): its BUILD stanza forces profile_hooks.h, the
+ * profiler's definitions of stage 3's block hooks, into stage 3's
+ * malloc.c, which then counts each thread's bytes down, and links the
+ * profiler's files (profile_internal.h lists them). Every other stage 4
+ * library links profile_absent.c instead: it only warns, once, that the
+ * profiler's variables are ignored, and its hc_dump_heap_profile
+ * (common/no_heap_profiler.c) fails with ENOSYS.
  *
  * Nothing here calls malloc: records come from common/pool.h, text goes out
- * through common/fd_out.h, the stack is taken with libgcc's unwinder (primed
- * when the library loads; profile.c says why). */
+ * through common/fd_out.h, the stack is taken with an unwinder primed when
+ * the library loads (profile_stack.c says why). */
 #ifndef HC_PROFILE_H_
 #define HC_PROFILE_H_
 
@@ -21,10 +22,6 @@
 
 /* Frames kept per sampled stack (the deepest are cut). */
 #define HC_PROFILE_MAX_DEPTH 32
-
-/* hc_dump_heap_profile's body: the live sampled heap and the cumulative
- * sampled allocations to `fd`. 0, or -1 with errno. */
-int hc_profile_dump(int fd);
 
 /* A snapshot of the profiler's own counters, for stats and tests. */
 typedef struct hc_profile_stats {

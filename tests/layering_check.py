@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """tests/layering_check.py FILE... — each stage holds its own layer.
 
-The arguments are the sources of common/ and of every stage package, and
-the static archives of every stage (bazel passes them: tests/BUILD). Two
-rules (docs/design.md, "Layers and hooks"):
+The arguments are the sources of common/ and of every stage package, the
+static archives of every stage, and the BUILD files that set preprocessor
+flags: each stage's, common's and tests/flavours.bzl (bazel passes them:
+tests/BUILD). Three rules (docs/design.md, "Layers and hooks"):
 
   1. No source file of a stage shares more than MAX_SHARE of its non-blank
      lines with the file of the same name in an earlier stage. A later
@@ -15,6 +16,16 @@ rules (docs/design.md, "Layers and hooks"):
      code (comments and strings aside: the trace names its events in
      words) may name the public API it declares, and nothing a stage's
      archive defines that common's does not.
+  3. No source of a stage tests a preprocessor flag that only a later
+     stage's BUILD sets (`#if HC_X`, `defined(HC_X)`, `HC_X && ...`): the
+     earlier stage would compile code it never builds, and read the later
+     layer's concern. A later stage changes it through a hook header its
+     BUILD picks instead (stage3_pagecache/block_hooks.h). The flags are
+     read from the BUILD files: string literals "NAME=VALUE" and "-DNAME"
+     (defines, local_defines, copts); a flag that common/BUILD or a build
+     flavour (tests/flavours.bzl) also sets is every stage's.
+Before the checks, a self-test plants such flags in made-up stages and
+fails unless rule 3 catches each (a check that cannot fail is no check).
 """
 
 import difflib
@@ -27,6 +38,11 @@ MAX_SHARE = 0.40
 SOURCE_SUFFIXES = (".c", ".h", ".cc")
 STAGE_DIR = re.compile(r"(^|/)(stage([0-9]+)_[a-z_]+)/([^/]+)$")
 COMMON_FILE = re.compile(r"(^|/)common/([^/]+)$")
+STAGE_BUILD = re.compile(r"(^|/)(stage([0-9]+)_[a-z_]+)(/[^/]+)*/(BUILD|[^/]+\.bzl)$")
+BUILD_FILE = re.compile(r"(^|/)(BUILD|[^/]+\.bzl)$")
+# A flag a BUILD file sets: "NAME=VALUE" (defines, local_defines) or "-DNAME[=VALUE]" (copts).
+FLAG_LITERAL = re.compile(r'"(?:-D)?([A-Z][A-Z0-9_]*)=[^"]*"|"-D([A-Z][A-Z0-9_]*)"')
+IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 def non_blank_lines(path):
@@ -98,10 +114,99 @@ def check_common(common_files, common_archives, stage_archives):
     return failures
 
 
+def flags_set_by(build_text):
+    """The preprocessor flags a BUILD (or .bzl) file's text sets; its # comments aside."""
+    code = re.sub(r'"(?:\\.|[^"\\\n])*"|#[^\n]*',
+                  lambda m: m.group(0) if m.group(0).startswith('"') else " ", build_text)
+    return {a or b for a, b in FLAG_LITERAL.findall(code)}
+
+
+def check_later_flags(stage_sources, stage_builds, shared_builds):
+    """stage_sources: {(number, stage dir): {name: text}}; stage_builds:
+    {(number, stage dir): [BUILD text]}; shared_builds: [text] of the BUILD
+    files whose flags every stage may test."""
+    shared = set()
+    for text in shared_builds:
+        shared |= flags_set_by(text)
+    first_stage = {}  # flag -> (number, stage dir) of the earliest stage whose BUILD sets it
+    for key in sorted(stage_builds):
+        for text in stage_builds[key]:
+            for flag in flags_set_by(text) - shared:
+                first_stage.setdefault(flag, key)
+    failures = []
+    for (number, stage), files in sorted(stage_sources.items()):
+        for name, text in sorted(files.items()):
+            used = set(IDENTIFIER.findall(strip_comments_and_strings(text)))
+            for flag in sorted(used & set(first_stage)):
+                later_number, later_stage = first_stage[flag]
+                if later_number > number:
+                    failures.append(
+                        f"FAIL: {stage}/{name} tests {flag}, which only a later stage's BUILD sets "
+                        f"({later_stage}): compile the later layer's code in through a hook header "
+                        f"its BUILD picks (stage3_pagecache/block_hooks.h is the pattern)")
+    return failures, sorted(first_stage)
+
+
+def self_test():
+    """Rule 3 on made-up stages: each planted case must fail, each innocent one pass."""
+    later_build = 'cc_library(name = "x", local_defines = ["HC_PLANTED=1"], copts = ["-DHC_PLANTED_COPT"])'
+    planted = {
+        "#if HC_PLANTED": "#if HC_PLANTED\nint x;\n#endif\n",
+        "#ifdef HC_PLANTED": "#ifdef HC_PLANTED\nint x;\n#endif\n",
+        "defined(HC_PLANTED)": "#if defined(HC_PLANTED) && 1\nint x;\n#endif\n",
+        "HC_PLANTED && in code": "int f(int y) { return HC_PLANTED && y; }\n",
+        "a -D copt's flag": "#ifndef HC_PLANTED_COPT\n#endif\n",
+    }
+    innocent = {
+        "the flag in a comment": "/* #if HC_PLANTED: stage 4's */\nint x;\n",
+        "the flag in a string": 'const char *s = "HC_PLANTED";\n',
+        "a flag the stage's own BUILD sets": "#if HC_OWN\n#endif\n",
+    }
+    builds = {(3, "stage3_x"): ['cc_library(local_defines = ["HC_OWN=1"])  # "HC_COMMENTED=1"'],
+              (4, "stage4_y"): [later_build]}
+    problems = []
+    for what, text in planted.items():
+        failures, _ = check_later_flags({(3, "stage3_x"): {"planted.c": text}}, builds, [])
+        if not failures:
+            problems.append(f"self-test: rule 3 passed a planted {what} in a stage 3 file")
+    for what, text in innocent.items():
+        failures, _ = check_later_flags({(3, "stage3_x"): {"innocent.c": text}}, builds, [])
+        if failures:
+            problems.append(f"self-test: rule 3 failed on {what}: {failures[0]}")
+    # A flag a flavour also sets (as the hardened build does) is every stage's.
+    failures, _ = check_later_flags({(3, "stage3_x"): {"f.c": "#if HC_PLANTED\n#endif\n"}}, builds,
+                                    ['copts = ["-DHC_PLANTED=1"]'])
+    if failures:
+        problems.append("self-test: rule 3 failed on a flag a flavour sets for every stage")
+    if "HC_COMMENTED" in flags_set_by(builds[(3, "stage3_x")][0]):
+        problems.append("self-test: a flag in a BUILD comment was read as set")
+    return problems, len(planted) + len(innocent) + 2
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def main(paths):
+    problems, cases = self_test()
+    for problem in problems:
+        print("FAIL: " + problem)
+    if problems:
+        return 1
+    print(f"Self-test: rule 3 caught every planted later-stage flag ({cases} cases, "
+          f"among them #if HC_PLANTED in a stage 3 file)")
     stage_files, common_files = {}, {}
     common_archives, stage_archives = [], []
+    stage_builds, shared_builds = {}, []
     for path in paths:
+        if BUILD_FILE.search(path):
+            build = STAGE_BUILD.search(path)
+            if build:
+                stage_builds.setdefault((int(build.group(3)), build.group(2)), []).append(read(path))
+            else:
+                shared_builds.append(read(path))
+            continue
         if path.endswith(".a"):
             (common_archives if COMMON_FILE.search(path) else stage_archives).append(path)
             continue
@@ -115,15 +220,24 @@ def main(paths):
     if len(stage_files) < 2 or not common_files:
         print("FAIL: expected the sources of common/ and of at least two stages")
         return 1
+    if len(stage_builds) < 2:
+        print("FAIL: expected the BUILD files of at least two stages: is tests/BUILD passing them?")
+        return 1
     failures, rows = check_copies(stage_files)
     failures += check_common(common_files, common_archives, stage_archives)
+    stage_sources = {key: {name: read(path) for name, path in files.items()}
+                     for key, files in stage_files.items()}
+    flag_failures, stage_flags = check_later_flags(stage_sources, stage_builds, shared_builds)
+    failures += flag_failures
     print("Files a later stage holds under an earlier stage's name (shared non-blank lines):")
     print("\n".join(rows) if rows else "  none")
     for failure in failures:
         print(failure)
     if not failures:
         print(f"PASS: {len(stage_files)} stages, {sum(map(len, stage_files.values()))} files; "
-              f"common/ ({len(common_files)} files) names nothing only a stage defines")
+              f"common/ ({len(common_files)} files) names nothing only a stage defines; "
+              f"no stage tests a flag only a later stage's BUILD sets "
+              f"(flags set first by a stage's BUILD: {', '.join(stage_flags) or 'none'})")
     return 1 if failures else 0
 
 

@@ -23,7 +23,7 @@
  * small enough to sample every allocation (HCMALLOC_PROFILE_SAMPLE_BYTES=1).
  * `./profile_sites dlopen BEFORE AFTER LIBRARY` writes a profile to BEFORE,
  * dlopens LIBRARY, and writes one to AFTER: the second's MAPPED_LIBRARIES
- * must name it (profile.c keeps the section between dumps). */
+ * must name it (profile_maps.c keeps the section between dumps). */
 #define _GNU_SOURCE /* sigaction, setitimer, malloc_usable_size under -std=c11 */
 #include <dlfcn.h>
 #include <errno.h>

@@ -166,7 +166,7 @@ else
     fail "leak profile: pprof's top line is not site_leak"
 fi
 
-# Sampled (T = 8 KiB): the report's own estimates (profile.c's weights, not
+# Sampled (T = 8 KiB): the report's own estimates (profile_sampler.c's weights, not
 # pprof's) per site, leaked and reachable together (`keep` holds them all
 # in a global array), against the truth, as in part 1.
 HCMALLOC_LEAK_CHECK=2 HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" keep >/dev/null 2>"$work/keep.err" ||
