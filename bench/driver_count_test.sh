@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/driver_count_test.sh DRIVER_COUNT — the counting shim
-# (bench/shim_count.c) counts what tools/scaling_counts.sh reports: in
+# (bench/shim_count.c) counts what tools/measure/scaling_counts.sh reports: in
 # xthread every free is of a block another thread allocated, in tight none
 # is, and every malloc and free is an operation.
 set -euo pipefail

@@ -3,7 +3,7 @@
  * frees, a realloc counting as both) and its cross-thread frees (a block
  * freed by a thread other than the one that allocated it). The driver built
  * with it
- * (:driver_count) is for tools/scaling_counts.sh, never for timing: each
+ * (:driver_count) is for tools/measure/scaling_counts.sh, never for timing: each
  * call also writes or reads an owner table.
  *
  * The owner table: one 16-bit thread tag per slot, a slot per block by a

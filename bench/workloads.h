@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* The driver's limit; the runner (bench.py) asks for at most 16 timed
- * threads, tools/scaling_counts.sh for 64 counted ones. */
+ * threads, tools/measure/scaling_counts.sh for 64 counted ones. */
 #define BENCH_MAX_THREADS 64
 
 typedef struct workload workload;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# docs/docs_check_test.sh — //docs:docs_check_test: tools/docs_check.py over
+# docs/docs_check_test.sh — //docs:docs_check_test: tools/docs/docs_check.py over
 # the tree as the test's runfiles hold it (docs/BUILD lists what they hold).
 # usage: docs_check_test.sh DOCS_CHECK_PY DOCS_FIGURES
 set -euo pipefail

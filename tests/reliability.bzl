@@ -15,7 +15,7 @@ package:
   stress_faults_test             the stress test with OS mappings failing at
                                  random (fault injection), then recovery
   stress_soak_test               a short soak: RSS sampled every second
-tools/fuzz.sh runs the same fuzz target under libFuzzer (clang).
+tools/measure/fuzz.sh runs the same fuzz target under libFuzzer (clang).
 """
 
 load("//tests:flavours.bzl", "flavour_test")

@@ -9,11 +9,11 @@ cd "$(dirname "$0")/.."
 status=0
 
 # libFuzzer (clang) on every stage: a fixed number of runs from a fixed seed.
-tools/fuzz.sh || status=1
+tools/measure/fuzz.sh || status=1
 
-# Lesson diffs: tools/stage_diff.sh runs for every pair of stages.
+# Lesson diffs: tools/labs/stage_diff.sh runs for every pair of stages.
 for pair in "1 2" "2 3" "3 4"; do
-    tools/stage_diff.sh $pair >/dev/null || status=1
+    tools/labs/stage_diff.sh $pair >/dev/null || status=1
 done
 
 exit $status

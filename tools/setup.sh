@@ -8,7 +8,7 @@ packages=(
     bazel-rules-java       # local repositories the WORKSPACE points at
     bazel-platforms
     build-essential        # gcc 12 (TSan, ASan)
-    clang                  # libFuzzer targets (tools/fuzz.sh)
+    clang                  # libFuzzer targets (tools/measure/fuzz.sh)
     libclang-rt-14-dev     # ... and its runtime, only "recommended" by clang
     googletest             # sources in /usr/src/googletest, built by Bazel
     valgrind               # memcheck test flavour, callgrind instruction counts
@@ -21,7 +21,7 @@ packages=(
     util-linux             # setarch, for the TSan flavour
     google-perftools       # google-pprof, which reads the heap profiles (profile_test)
     libunwind8             # the heap profiler's fast unwinder (dlopen'd; libgcc's otherwise)
-    pkg-config             # tools/install.sh's .pc files, built with (//tools:install_test)
+    pkg-config             # tools/install/install.sh's .pc files, built with (//tools/install:install_test)
 )
 
 missing=()

@@ -16,7 +16,7 @@
 #             its own, so the TSan, ASan and Valgrind flavours come out as in
 #             the plain part; under debug the debug flavour does.
 #   extra     tools/extra_checks.sh: libFuzzer (clang) and the lesson diffs
-#   labs      tools/lab_test.sh: skeletons build and fail, reference copies
+#   labs      tools/labs/lab_test.sh: skeletons build and fail, reference copies
 #             pass, handouts run, the grader ranks three hand-ins
 # and ends with one summary line: "tests: N passed, M failed" (N, M: the
 # test targets of every `bazel test` run, plus one each for extra and labs).
@@ -62,7 +62,7 @@ if [ -z "${HC_BAZEL_DISK_CACHE:-}" ]; then
     output_base=$(bazel info --noshow_progress output_base 2>/dev/null) || output_base=
     [ -n "$output_base" ] && HC_BAZEL_DISK_CACHE=$output_base/hc-disk-cache
 fi
-export HC_BAZEL_DISK_CACHE # read by tools/lab_test.sh and tools/grade.py
+export HC_BAZEL_DISK_CACHE # read by tools/labs/lab_test.sh and tools/labs/grade.py
 cache_flags=()
 [ -n "${HC_BAZEL_DISK_CACHE:-}" ] && cache_flags=(--disk_cache="$HC_BAZEL_DISK_CACHE")
 
@@ -138,8 +138,8 @@ if [ "$status" -eq 0 ]; then
     if [ -x tools/extra_checks.sh ]; then
         timed extra script_check tools/extra_checks.sh || status=1
     fi
-    # Bazel in a scratch workspace of its own (tools/lab_test.sh).
-    timed labs script_check tools/lab_test.sh || status=1
+    # Bazel in a scratch workspace of its own (tools/labs/lab_test.sh).
+    timed labs script_check tools/labs/lab_test.sh || status=1
 fi
 
 echo "== time per part:"
