@@ -62,14 +62,7 @@ HC_INLINE void fl_set_room(hc_free_list *list, uint32_t room) {
  * loads. It is not an atomic read-modify-write: nobody else writes room.
  * Under ThreadSanitizer, which does not see inside asm, the C11 spelling,
  * so that TSan checks the protocol (race_test_tsan). */
-#if defined(__SANITIZE_THREAD__)
-#define HC_FL_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HC_FL_TSAN 1
-#endif
-#endif
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(HC_FL_TSAN)
+#if (defined(__x86_64__) || defined(__i386__)) && !HC_TSAN
 #define HC_FL_X86 1
 #endif
 

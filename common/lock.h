@@ -66,11 +66,9 @@ typedef struct hc_lock {
 
 #define HC_LOCK_INITIALIZER { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 }
 
-#define HC_LOCK_STR_(x) #x
-#define HC_LOCK_STR(x) HC_LOCK_STR_(x)
-#define hc_lock_acquire(lock) hc_lock_acquire_at((lock), #lock, __FILE__ ":" HC_LOCK_STR(__LINE__))
-#define hc_lock_release(lock) hc_lock_release_at((lock), #lock, __FILE__ ":" HC_LOCK_STR(__LINE__))
-#define hc_lock_try(lock) hc_lock_try_at((lock), #lock, __FILE__ ":" HC_LOCK_STR(__LINE__))
+#define hc_lock_acquire(lock) hc_lock_acquire_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
+#define hc_lock_release(lock) hc_lock_release_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
+#define hc_lock_try(lock) hc_lock_try_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
 
 void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where);
 void hc_lock_release_at(hc_lock *lock, const char *what, const char *where);
