@@ -69,8 +69,8 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
     if (obj == NULL)
         obj = tc_refill(tc, cls);
-    if (obj != NULL)
-        fl_clear_tag(obj); /* a refill's first object skips fl_pop */
+    if (obj != NULL && FL_POP_CLEARS_TAG)
+        fl_clear_tag(obj); /* a refill's first object skips fl_pop: cleared as fl_pop would */
     track_alloc(obj, size, 0); /* NULL: nothing */
     return obj;
 }

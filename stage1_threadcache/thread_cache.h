@@ -56,8 +56,8 @@ extern tc_cache tc_sentinel;
 /* ---- Fast path ------------------------------------------------------------
  * A hit costs: one TLS load, one table load for the list's offset, one load
  * and one store of the list head, the link's load (malloc) or store (free),
- * malloc's store clearing free's tag in the block's second word
- * (common/harden.h), the room counter (`objdump -d` of an opt build's
+ * the room counter (stage 3's malloc adds a store clearing free's tag in
+ * the block's second word: free_list.h, FL_POP_CLEARS_TAG) (`objdump -d` of an opt build's
  * hc_malloc shows them). */
 
 /* tc_list_offset[size]: where in a tc_cache the list for a request of

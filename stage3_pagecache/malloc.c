@@ -80,6 +80,15 @@ HC_INLINE void note_alloc(void *p, size_t size, int zeroed) {
     track_alloc(p, size, zeroed);
 }
 
+/* A small block from a thread-cache list goes to the program. Free's tag,
+ * which this stage's hc_free writes, is cleared here: stages 1 and 2 never
+ * set it, so fl_pop clears it only in the hardened build (free_list.h). */
+HC_INLINE void hand_out_small(void *obj, size_t size) {
+    if (!FL_POP_CLEARS_TAG)
+        fl_clear_tag(obj);
+    note_alloc(obj, size, 0);
+}
+
 /* A small block of class `cls` comes back through hc_free_sized. */
 HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
 #if HC_DEBUG
@@ -222,7 +231,7 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
         note_rescue(obj);
     }
     if (obj != NULL) {
-        fl_clear_tag(obj); /* a refill's first object skips fl_pop */
+        fl_clear_tag(obj); /* fl_pop's or a refill's (which skips fl_pop): either build */
         note_alloc(obj, size, 0);
     }
     return obj;
@@ -329,7 +338,7 @@ static HC_NOINLINE void *malloc_at_sample_point(size_t size) {
     if (size - 1 < HC_TABLE_MAX_SIZE) {
         void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
         if (obj != NULL) {
-            note_alloc(obj, size, 0);
+            hand_out_small(obj, size);
             return obj;
         }
     }
@@ -364,7 +373,7 @@ HC_EXPORT void *hc_malloc(size_t size) {
 #endif
         void *obj = tc_list_try_alloc(list);
         if (HC_LIKELY(obj != NULL)) {
-            note_alloc(obj, size, 0);
+            hand_out_small(obj, size);
             return obj;
         }
     }
