@@ -4,11 +4,9 @@
  * A release policy (page_policy.h) is called, under the lock, at the start
  * of every page-cache call and at the end of each that changed the free
  * spans (a call that fails, or maps or unmaps a directly mapped block,
- * returns without the second call). Stage 3's policy does nothing: its
- * free pages stay backed for good. Stage 4 links one that gives free pages
- * back to the OS over time (stage4_reclaim/page_release.c), through the
- * mechanism at the end of this file; so every free span counts its backed
- * pages here, in every stage:
+ * returns without the second call). Stage 3's does nothing; stage 4's
+ * gives free pages back to the OS over time through the mechanism below
+ * ("Giving pages back"), so every free span counts its backed pages here:
  *   - span->backed_pages bounds how many of a free span's pages may still be
  *     resident; the others were released (madvise MADV_DONTNEED: the range
  *     stays ours, the next touch faults in a zero page). pc_totals.released_pages
@@ -281,8 +279,11 @@ static int heap_grow(size_t pages) {
 }
 
 /* ---- Giving pages back to the OS: the mechanism -----------------------------------
- * When and how much is the policy's question (page_policy.h); stage 3's
- * policy never asks. */
+ * Stage 3 never runs this section: its policy (page_policy.c) never asks.
+ * It is here on purpose, beside the data: it walks and reorders the free
+ * lists and the treap, which only the page cache touches. When and how
+ * much is the policy's question: stage 4's (stage4_reclaim/page_release.c)
+ * calls it (docs/design.md, "What stays in an earlier layer on purpose"). */
 
 static size_t backed_free_pages(void) { return pc_totals.free_pages - pc_totals.released_pages; }
 
