@@ -20,6 +20,27 @@
 #define HC_THREAD_LOCAL __thread __attribute__((tls_model("local-exec")))
 #endif
 
+/* A macro's value as a string literal: HC_STRINGIFY(__LINE__) is "42". */
+#define HC_STRINGIFY_(x) #x
+#define HC_STRINGIFY(x) HC_STRINGIFY_(x)
+
+/* HC_TSAN: 1 when compiled under ThreadSanitizer (GCC says so with
+ * __SANITIZE_THREAD__, Clang with __has_feature), for the code TSan cannot
+ * see into (inline asm) or that fails under it. The TSan flavours also pass
+ * -DHC_TSAN=1 (tests/flavours.bzl). */
+#ifndef HC_TSAN
+#if defined(__SANITIZE_THREAD__)
+#define HC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HC_TSAN 1
+#endif
+#endif
+#endif
+#ifndef HC_TSAN
+#define HC_TSAN 0
+#endif
+
 /* Public symbols keep default visibility in the drop-in shared library. */
 #define HC_EXPORT __attribute__((visibility("default")))
 

@@ -62,14 +62,7 @@ HC_INLINE void fl_set_room(hc_free_list *list, uint32_t room) {
  * loads. It is not an atomic read-modify-write: nobody else writes room.
  * Under ThreadSanitizer, which does not see inside asm, the C11 spelling,
  * so that TSan checks the protocol (race_test_tsan). */
-#if defined(__SANITIZE_THREAD__)
-#define HC_FL_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HC_FL_TSAN 1
-#endif
-#endif
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(HC_FL_TSAN)
+#if (defined(__x86_64__) || defined(__i386__)) && !HC_TSAN
 #define HC_FL_X86 1
 #endif
 
@@ -144,20 +137,27 @@ HC_INLINE int fl_tag_free(void *obj) {
     return tagged_now;
 }
 
-/* `obj` is the program's now: its free tag is cleared (fl_pop, and the
- * first object of a refill, which skips fl_pop). */
+/* `obj` is the program's now: its free tag is cleared. */
 HC_INLINE void fl_clear_tag(void *obj) {
     track_internal_begin(obj, HARDEN_LINK_BYTES);
     harden_clear_tag(obj);
     track_internal_end(obj, HARDEN_LINK_BYTES);
 }
 
+/* Free's tag is cleared where a block is handed out, by whatever sets it.
+ * The hardened build tags every free block, in every stage (harden.h), so
+ * there fl_pop clears it. The default build's tag is stage 3's hc_free's
+ * alone: stage 3's malloc.c clears it where it hands a block out, and
+ * stages 1 and 2, which never set it, pay no store a malloc. */
+#define FL_POP_CLEARS_TAG HC_HARDENED
+
 /* Returns NULL when the list is empty. */
 HC_INLINE void *fl_pop(hc_free_list *list) {
     void *obj = list->head;
     if (HC_LIKELY(obj != NULL)) {
         list->head = fl_next(obj);
-        fl_clear_tag(obj);
+        if (FL_POP_CLEARS_TAG)
+            fl_clear_tag(obj);
         fl_room_up(list);
     }
     return obj;

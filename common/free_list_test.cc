@@ -18,6 +18,21 @@ TEST(FreeList, PushPopIsLastInFirstOut) {
     EXPECT_TRUE(fl_empty(&list));
 }
 
+// The default build's free tag is stage 3's hc_free's, and stage 3 clears
+// it where it hands a block out: fl_pop, which stages 1 and 2 share, leaves
+// the block's second word alone (free_list.h, FL_POP_CLEARS_TAG).
+TEST(FreeList, PopLeavesTheSecondWordToTheLayerThatTagsIt) {
+    ASSERT_EQ(FL_POP_CLEARS_TAG, 0) << "this test is the default build's";
+    uintptr_t obj[2] = {0, 0};
+    hc_free_list list = {};
+    fl_push(&list, obj);
+    obj[1] = harden_free_tag(obj);  // as stage 3's hc_free leaves it
+    EXPECT_EQ(fl_pop(&list), (void *)obj);
+    EXPECT_EQ(obj[1], harden_free_tag(obj)) << "fl_pop stored into the block's second word";
+    fl_clear_tag(obj);
+    EXPECT_EQ(obj[1], 0u);
+}
+
 TEST(FreeList, RangesMoveWithTheirLength) {
     void *objs[10][2];
     hc_free_list list = {};

@@ -67,8 +67,8 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
 #define HARDEN_LINK_BYTES (2 * sizeof(void *))
 
 /* The program gets `slot`: it is no longer free (both builds' tag lives in
- * the second word). Every hand-out calls it: fl_pop, and the first object
- * of a refill, which skips fl_pop. */
+ * the second word). Every hand-out calls it: fl_pop in the hardened build,
+ * stage 3's malloc.c in the default one (free_list.h, FL_POP_CLEARS_TAG). */
 HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
 
 #if HC_HARDENED

@@ -22,9 +22,6 @@
 #include "common/track.h"
 #include "stage1_threadcache/thread_cache.h"
 
-#define HC_STRINGIFY_(x) #x
-#define HC_STRINGIFY(x) HC_STRINGIFY_(x)
-
 /* ---- Large objects: one mapping each --------------------------------------- */
 
 static atomic_size_t large_bytes; /* mapped for large objects, for stats */
@@ -72,8 +69,8 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
     void *obj = tc_try_alloc(tc, cls); /* the cache may be new: try it first */
     if (obj == NULL)
         obj = tc_refill(tc, cls);
-    if (obj != NULL)
-        fl_clear_tag(obj); /* a refill's first object skips fl_pop */
+    if (obj != NULL && FL_POP_CLEARS_TAG)
+        fl_clear_tag(obj); /* a refill's first object skips fl_pop: cleared as fl_pop would */
     track_alloc(obj, size, 0); /* NULL: nothing */
     return obj;
 }
@@ -87,19 +84,7 @@ static HC_NOINLINE void free_slow(void *ptr, size_t size) {
         large_free(ptr, size);
         return;
     }
-    unsigned cls = sc_index(size);
-    int saved_errno = errno; /* free never changes errno; creating a cache may */
-    tc_cache *tc = tc_get_or_create();
-    /* The fast path cannot afford this compare; here it is free. Pushed
-     * again, the list's head would link to itself. */
-    if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
-        hc_fatal_pointer_why("free(): double free detected of", ptr,
-                             "it is the last block this thread freed");
-    if (tc == NULL)
-        tc_free_without_cache(ptr, cls);
-    else if (!tc_try_free(tc, cls, ptr))
-        tc_overflow(tc, cls, ptr);
-    errno = saved_errno;
+    tc_free_small_slow(ptr, sc_index(size));
 }
 
 /* ---- Fast paths ----------------------------------------------------------------

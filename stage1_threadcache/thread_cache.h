@@ -12,10 +12,12 @@
 #ifndef HC_THREAD_CACHE_H_
 #define HC_THREAD_CACHE_H_
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/fatal.h"
 #include "common/free_list.h"
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
@@ -54,8 +56,8 @@ extern tc_cache tc_sentinel;
 /* ---- Fast path ------------------------------------------------------------
  * A hit costs: one TLS load, one table load for the list's offset, one load
  * and one store of the list head, the link's load (malloc) or store (free),
- * malloc's store clearing free's tag in the block's second word
- * (common/harden.h), the room counter (`objdump -d` of an opt build's
+ * the room counter (stage 3's malloc adds a store clearing free's tag in
+ * the block's second word: free_list.h, FL_POP_CLEARS_TAG) (`objdump -d` of an opt build's
  * hc_malloc shows them). */
 
 /* tc_list_offset[size]: where in a tc_cache the list for a request of
@@ -136,5 +138,25 @@ void tc_flush_current(void);
 
 /* Adds this layer's (and the layers below's) figures to *out. */
 void tc_collect_stats(hc_stats *out);
+
+/* ---- The small free's slow path, for every stage's malloc.c ----------------
+ * A small block of class `cls`, already checked and noted by the caller,
+ * that the fast path did not push: the thread has no cache yet, or the
+ * list is at its limit. Written once here for the two malloc.c files, stage
+ * 1's and stage 3's (stages 2 and 4 compile those by label). */
+static inline HC_NOINLINE void tc_free_small_slow(void *obj, unsigned cls) {
+    int saved_errno = errno; /* free never changes errno; creating a cache may */
+    tc_cache *tc = tc_get_or_create();
+    /* The fast path cannot afford this compare; here it is free. Pushed
+     * again, the list's head would link to itself. */
+    if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == obj))
+        hc_fatal_pointer_why("free(): double free detected of", obj,
+                             "it is the last block this thread freed");
+    if (tc == NULL)
+        tc_free_without_cache(obj, cls);
+    else if (!tc_try_free(tc, cls, obj))
+        tc_overflow(tc, cls, obj);
+    errno = saved_errno;
+}
 
 #endif /* HC_THREAD_CACHE_H_ */

@@ -78,9 +78,6 @@ static void put_class_colour(hc_fd_out *o, unsigned cls) {
 
 /* ---- Layout ----------------------------------------------------------------------- */
 
-#define MAP_STR_(x) #x
-#define MAP_STR(x) MAP_STR_(x)
-
 #define MAP_WIDTH      1000
 #define STRIP_X        170   /* strips start here; their labels are to the left */
 #define STRIP_WIDTH    810
@@ -153,7 +150,7 @@ static void draw_pages(heap_draw *d, uintptr_t start, size_t pages) {
         put_centi(o, d->strip_y + row * (ROW_HEIGHT + ROW_GAP) * 100);
         fd_out_put(o, "\" width=\"");
         put_centi(o, x1 - x0 > 0 ? x1 - x0 : 1);
-        fd_out_put(o, "\" height=\"" MAP_STR(ROW_HEIGHT) "\"/>");
+        fd_out_put(o, "\" height=\"" HC_STRINGIFY(ROW_HEIGHT) "\"/>");
         offset += piece;
         pages -= piece;
     }
@@ -311,9 +308,9 @@ static void put_swatch(hc_fd_out *o, int x, int y, const char *colour) {
 static void put_header(hc_fd_out *o, const hc_stats *st, const heap_shape *h, size_t row_pages,
                        uint64_t height) {
     fd_out_put(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" MAP_STR(MAP_WIDTH) "\" height=\"");
+           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" HC_STRINGIFY(MAP_WIDTH) "\" height=\"");
     fd_out_put_u(o, height);
-    fd_out_put(o, "\" viewBox=\"0 0 " MAP_STR(MAP_WIDTH) " ");
+    fd_out_put(o, "\" viewBox=\"0 0 " HC_STRINGIFY(MAP_WIDTH) " ");
     fd_out_put_u(o, height);
     fd_out_put(o, "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
            "<style>.title{font-size:18px;font-weight:bold}.sub{fill:#555}"

@@ -38,9 +38,6 @@
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
 
-#define HC_STRINGIFY_(x) #x
-#define HC_STRINGIFY(x) HC_STRINGIFY_(x)
-
 /* ---- Debug checks: one bit per small object handed out -------------------------
  * Release builds compile these to the track.h hooks alone. The bits are
  * atomic because neighbours in one span are allocated and freed by
@@ -82,6 +79,15 @@ HC_INLINE void note_alloc(void *p, size_t size, int zeroed) {
     debug_mark_live(p);
 #endif
     track_alloc(p, size, zeroed);
+}
+
+/* A small block from a thread-cache list goes to the program. Free's tag,
+ * which this stage's hc_free writes, is cleared here: stages 1 and 2 never
+ * set it, so fl_pop clears it only in the hardened build (free_list.h). */
+HC_INLINE void hand_out_small(void *obj, size_t size) {
+    if (!FL_POP_CLEARS_TAG)
+        fl_clear_tag(obj);
+    note_alloc(obj, size, 0);
 }
 
 /* A small block of class `cls` comes back through hc_free_sized. */
@@ -224,7 +230,7 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
         note_rescue(obj);
     }
     if (obj != NULL) {
-        fl_clear_tag(obj); /* a refill's first object skips fl_pop */
+        fl_clear_tag(obj); /* fl_pop's or a refill's (which skips fl_pop): either build */
         note_alloc(obj, size, 0);
     }
     return obj;
@@ -246,48 +252,40 @@ static HC_NOINLINE __attribute__((noreturn, cold)) void free_of_free(void *ptr, 
                          "it is already free: another thread's cache or a shared list holds it");
 }
 
-/* A small object, already checked and noted, to the thread cache's slow side. */
-static HC_NOINLINE void free_small_slow(void *ptr, unsigned cls) {
-    int saved_errno = errno; /* free never changes errno; creating a cache may */
-    tc_cache *tc = tc_get_or_create();
-    /* hc_free's tag has vouched for its blocks; hc_free_sized's fast path
-     * checks nothing, so its misses get the compare here, and a block it
-     * pushes twice is caught when its list is cut (free_list.h). Pushed
-     * again, the head would link to itself. */
-    if (HC_UNLIKELY(tc != NULL && tc->lists[cls].head == ptr))
-        hc_fatal_pointer_why("free(): double free detected of", ptr,
-                             "it is the last block this thread freed");
-    if (tc == NULL)
-        tc_free_without_cache(ptr, cls);
-    else if (!tc_try_free(tc, cls, ptr))
-        tc_overflow(tc, cls, ptr);
-    errno = saved_errno;
-}
+/* A small block leaves through stage 1's tc_free_small_slow (thread_cache.h).
+ * hc_free's tag has vouched for its blocks; hc_free_sized's fast path
+ * checks nothing, so its misses get that function's compare of the list's
+ * head, and a block it pushes twice further back is caught when its list
+ * is cut (free_list.h). */
 
-/* hc_free's miss, with the page map's class offset (divided here, so the
- * fast path spends no instruction on the class itself): class 0 (NULL), or
- * a full list, whose block free's tag has not vouched for yet. */
-static HC_NOINLINE void free_unsized_slow(void *ptr);
+/* hc_free's miss on the start of a small object, with the page map's class
+ * offset (divided here, so the fast path spends no instruction on the
+ * class itself): class 0 (NULL), or a full list, whose block free's tag
+ * has not vouched for yet. */
+static HC_NOINLINE void free_large_or_invalid(void *ptr);
 
-static HC_NOINLINE void free_small_slow_at(void *ptr, size_t class_offset) {
+static HC_NOINLINE void free_unsized_miss(void *ptr, size_t class_offset) {
     if (class_offset == 0) {
-        free_unsized_slow(ptr);
+        free_large_or_invalid(ptr);
         return;
     }
     unsigned cls = (unsigned)(class_offset / PM_CLASS_STRIDE);
     note_free_unsized(ptr, cls);
     if (!fl_tag_free(ptr))
         free_of_free(ptr, class_offset);
-    free_small_slow(ptr, cls);
+    tc_free_small_slow(ptr, cls);
 }
 
-/* The sized fast path's miss, with the size: the class is looked up here,
- * so the fast path keeps no register for it. */
-static HC_NOINLINE void free_small_sized_slow(void *ptr, size_t size) {
-    free_small_slow(ptr, sc_index_small(size));
+/* The sized fast path's miss (a full list, or no cache yet), with the
+ * size: the class is looked up here, so the fast path keeps no register
+ * for it. */
+static HC_NOINLINE void free_sized_miss(void *ptr, size_t size) {
+    tc_free_small_slow(ptr, sc_index_small(size));
 }
 
-static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
+/* What the sized fast path's table does not cover: NULL, size 0, small
+ * sizes above HC_TABLE_MAX_SIZE, large blocks. */
+static HC_NOINLINE void free_sized_beyond_table(void *ptr, size_t size) {
     if (ptr == NULL || harden_is_zero_size(ptr))
         return;
     if (size == 0)
@@ -304,13 +302,13 @@ static HC_NOINLINE void free_sized_slow(void *ptr, size_t size) {
     }
     unsigned cls = sc_index(size);
     note_free_sized(ptr, size, cls);
-    free_small_slow(ptr, cls);
+    tc_free_small_slow(ptr, cls);
 }
 
 /* What hc_free's fast path does not take: NULL, a large block, or an
  * invalid pointer (not ours, inside a free span, or, on a small page, not
  * where an object starts). */
-static HC_NOINLINE void free_unsized_slow(void *ptr) {
+static HC_NOINLINE void free_large_or_invalid(void *ptr) {
     if (ptr == NULL || harden_is_zero_size(ptr))
         return;
     if (pm_class_of(ptr) != 0)
@@ -336,7 +334,7 @@ static HC_NOINLINE void *malloc_at_hook_point(size_t size) {
     if (size - 1 < HC_TABLE_MAX_SIZE) {
         void *obj = tc_list_try_alloc(tc_list_small(tc_current, size));
         if (obj != NULL) {
-            note_alloc(obj, size, 0);
+            hand_out_small(obj, size);
             return obj;
         }
     }
@@ -368,7 +366,7 @@ HC_EXPORT void *hc_malloc(size_t size) {
 #endif
         void *obj = tc_list_try_alloc(list);
         if (HC_LIKELY(obj != NULL)) {
-            note_alloc(obj, size, 0);
+            hand_out_small(obj, size);
             return obj;
         }
     }
@@ -378,20 +376,20 @@ HC_EXPORT void *hc_malloc(size_t size) {
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     /* A watched block of any size is a large span: the size cannot tell. */
     if (BLOCK_HOOKS_WATCH && HC_UNLIKELY(pm_class_of(ptr) == 0)) {
-        free_unsized_slow(ptr);
+        free_large_or_invalid(ptr);
         return;
     }
     /* `size - 1`, not lists[0] as malloc does: size 0 must reach
-     * free_sized_slow before anything reads or notes the block (the
+     * free_sized_beyond_table before anything reads or notes the block (the
      * hardened build's malloc(0) address has no class at all). */
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
         note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
         if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
-        free_small_sized_slow(ptr, size);
+        free_sized_miss(ptr, size);
         return;
     }
-    free_sized_slow(ptr, size);
+    free_sized_beyond_table(ptr, size);
 }
 
 /* hc_free reaches its list by the page map's class offset (page_map.h). */
@@ -420,10 +418,10 @@ HC_EXPORT void hc_free(void *ptr) {
         }
         /* The class read again, not kept: then the fast path adds it to
          * the cache's address straight from the page map. */
-        free_small_slow_at(ptr, pm_class_of(ptr) * PM_CLASS_STRIDE);
+        free_unsized_miss(ptr, pm_class_of(ptr) * PM_CLASS_STRIDE);
         return;
     }
-    free_unsized_slow(ptr);
+    free_large_or_invalid(ptr);
     /* LAB END: free_dispatch */
 }
 

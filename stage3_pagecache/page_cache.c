@@ -4,14 +4,12 @@
  * A release policy (page_policy.h) is called, under the lock, at the start
  * of every page-cache call and at the end of each that changed the free
  * spans (a call that fails, or maps or unmaps a directly mapped block,
- * returns without the second call). Stage 3's policy does nothing: its
- * free pages stay backed for good. Stage 4 links one that gives free pages
- * back to the OS over time (stage4_reclaim/page_release.c), through the
- * mechanism at the end of this file; so every free span counts its backed
- * pages here, in every stage:
+ * returns without the second call). Stage 3's does nothing; stage 4's
+ * gives free pages back to the OS over time through the mechanism below
+ * ("Giving pages back"), so every free span counts its backed pages here:
  *   - span->backed_pages bounds how many of a free span's pages may still be
  *     resident; the others were released (madvise MADV_DONTNEED: the range
- *     stays ours, the next touch faults in a zero page). totals.released_pages
+ *     stays ours, the next touch faults in a zero page). pc_totals.released_pages
  *     sums page_count - backed_pages; in stage 3 it is always 0;
  *   - on each exact-length list spans with backed pages come first, fully
  *     released ones last, so a request reuses resident pages before it
@@ -36,36 +34,27 @@
 #include "common/pool.h"
 #include "common/trace.h"
 #include "common/track.h"
+#include "stage3_pagecache/page_cache_internal.h"
 #include "stage3_pagecache/page_policy.h"
+#include "stage3_pagecache/span_treap.h"
 
-static hc_lock pc_lock = HC_LOCK_INITIALIZER;
+hc_lock pc_lock = HC_LOCK_INITIALIZER;
 static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
 
-/* free_lists[n]: free spans of exactly n pages (1..PC_MAX_LIST_PAGES);
- * free_lists[0] is unused. Sentinel heads, set up on first use. Longer spans
- * are in long_spans, a tree (below). */
-static hc_span free_lists[PC_MAX_LIST_PAGES + 1];
+/* The free spans and their counts (page_cache_internal.h). */
+hc_span pc_free_lists[PC_MAX_LIST_PAGES + 1];
 static int free_lists_ready;
-/* Bit n (word n / 64): free_lists[n] is not empty. A carve finds the
- * shortest list that fits with a count of trailing zeros, not a pass over
- * up to PC_MAX_LIST_PAGES heads (that pass was about half of pc_alloc_span's
- * instructions when a class carves one-page spans over and over, as the
- * bench's hold does). check_locked checks every bit against its list. */
-#define PC_LIST_BIT_WORDS (PC_MAX_LIST_PAGES / 64 + 1)
-static uint64_t free_list_bits[PC_LIST_BIT_WORDS];
-static hc_span *long_spans; /* root of the treap of long free spans */
-
-static pc_census totals; /* every field but largest_free_pages, kept current */
+uint64_t pc_free_list_bits[PC_LIST_BIT_WORDS];
+hc_span *pc_long_spans;
+pc_census pc_totals;
 
 static size_t release_calls; /* madvise calls made, for stats */
 
-static int is_long(size_t pages) { return pages > PC_MAX_LIST_PAGES; }
-
-static void lists_init_once(void) {
+void pc_lists_init_once(void) {
     if (HC_LIKELY(free_lists_ready))
         return;
     for (size_t i = 0; i <= PC_MAX_LIST_PAGES; i++)
-        span_list_init(&free_lists[i]);
+        span_list_init(&pc_free_lists[i]);
     free_lists_ready = 1;
     pc_policy_init();
 }
@@ -88,85 +77,6 @@ static void span_dead(hc_span *s) {
     pool_free(&span_pool, s);
 }
 
-/* ---- Long free spans: a treap ordered by (length, start) -------------------------
- * Best fit is the least key of at least (n, 0): one walk down, O(log n)
- * expected for any number of long free spans (a list scan was O(n): with
- * 10,000 of them every large malloc cost 10,000 steps). A treap is a binary
- * search tree by key that is also a heap by a random priority, so its shape
- * is that of a tree built in random order: expected depth O(log n), whatever
- * the order of the keys. The priority is a hash of the start page (unique
- * among free spans), so the node needs no field for it; the children are the
- * list links (span.h). A span's key never changes while it is in the tree:
- * merging and splitting take it out first. */
-
-static int key_less(const hc_span *a, const hc_span *b) {
-    return a->page_count < b->page_count ||
-           (a->page_count == b->page_count && a->start_page < b->start_page);
-}
-
-/* Fibonacci hashing: the product's high bits, which decide the comparison,
- * are well mixed even for neighbouring start pages. */
-static uint64_t priority(const hc_span *s) {
-    return (uint64_t)s->start_page * UINT64_C(0x9E3779B97F4A7C15);
-}
-
-static void tree_insert(hc_span *s) {
-    /* Down to the first node s outranks, then split that subtree by s's key
-     * into s's left (smaller keys) and right (larger) subtrees. */
-    hc_span **link = &long_spans;
-    while (*link != NULL && priority(*link) > priority(s))
-        link = key_less(s, *link) ? &(*link)->left : &(*link)->right;
-    hc_span *t = *link, **smaller = &s->left, **larger = &s->right;
-    while (t != NULL) {
-        if (key_less(t, s)) {
-            *smaller = t;
-            smaller = &t->right;
-            t = t->right;
-        } else {
-            *larger = t;
-            larger = &t->left;
-            t = t->left;
-        }
-    }
-    *smaller = *larger = NULL;
-    *link = s;
-}
-
-static void tree_remove(hc_span *s) {
-    hc_span **link = &long_spans;
-    while (*link != s)
-        link = key_less(s, *link) ? &(*link)->left : &(*link)->right;
-    /* Zip the two subtrees (every key of a below every key of b) by priority. */
-    hc_span *a = s->left, *b = s->right;
-    while (a != NULL && b != NULL) {
-        if (priority(a) > priority(b)) {
-            *link = a;
-            link = &a->right;
-            a = a->right;
-        } else {
-            *link = b;
-            link = &b->left;
-            b = b->left;
-        }
-    }
-    *link = a != NULL ? a : b;
-    s->left = s->right = NULL;
-}
-
-/* The shortest long span of at least `pages` pages, lowest address first. */
-static hc_span *tree_best_fit(size_t pages) {
-    hc_span *best = NULL;
-    for (hc_span *t = long_spans; t != NULL;) {
-        if (t->page_count >= pages) {
-            best = t;
-            t = t->left;
-        } else {
-            t = t->right;
-        }
-    }
-    return best;
-}
-
 /* ---- Free lists -------------------------------------------------------------- */
 
 /* Puts a span that has no free neighbour on its list or in the tree,
@@ -177,30 +87,30 @@ static void free_span_insert(hc_span *s) {
     s->size_class = 0;
     pm_set(s->start_page, s);
     pm_set(span_end_page(s) - 1, s);
-    if (is_long(s->page_count)) {
-        tree_insert(s);
+    if (pc_is_long(s->page_count)) {
+        treap_insert(&pc_long_spans, s);
     } else {
-        hc_span *head = &free_lists[s->page_count];
+        hc_span *head = &pc_free_lists[s->page_count];
         span_list_push(s->backed_pages > 0 ? head : head->prev, s); /* head->prev: after the last */
-        free_list_bits[s->page_count / 64] |= (uint64_t)1 << (s->page_count % 64);
+        pc_free_list_bits[s->page_count / 64] |= (uint64_t)1 << (s->page_count % 64);
     }
-    totals.free_pages += s->page_count;
-    totals.free_spans++;
-    totals.released_pages += s->page_count - s->backed_pages;
+    pc_totals.free_pages += s->page_count;
+    pc_totals.free_spans++;
+    pc_totals.released_pages += s->page_count - s->backed_pages;
 }
 
 static void free_span_remove(hc_span *s) {
-    if (is_long(s->page_count))
-        tree_remove(s);
+    if (pc_is_long(s->page_count))
+        treap_remove(&pc_long_spans, s);
     else {
         size_t n = s->page_count; /* read first: the removal clears the links only */
         span_list_remove(s);
-        if (span_list_empty(&free_lists[n]))
-            free_list_bits[n / 64] &= ~((uint64_t)1 << (n % 64));
+        if (span_list_empty(&pc_free_lists[n]))
+            pc_free_list_bits[n / 64] &= ~((uint64_t)1 << (n % 64));
     }
-    totals.free_pages -= s->page_count;
-    totals.free_spans--;
-    totals.released_pages -= s->page_count - s->backed_pages;
+    pc_totals.free_pages -= s->page_count;
+    pc_totals.free_spans--;
+    pc_totals.released_pages -= s->page_count - s->backed_pages;
 }
 
 /* Gives the pages of `s` back to the OS. If the kernel refuses, they simply
@@ -210,20 +120,6 @@ static void span_release_pages(hc_span *s) {
     release_calls++;
     if (os_release(span_start(s), span_bytes(s)) == 0)
         s->backed_pages = 0;
-}
-
-/* The free span that ends right before `page`, or NULL. The entry may be
- * stale (dead or reused record): the state and bounds decide. */
-static hc_span *free_span_ending_at(uintptr_t page) {
-    if (page == 0)
-        return NULL;
-    hc_span *s = pm_lookup(page - 1);
-    return s != NULL && s->state == SPAN_FREE && span_end_page(s) == page ? s : NULL;
-}
-
-static hc_span *free_span_starting_at(uintptr_t page) {
-    hc_span *s = pm_lookup(page);
-    return s != NULL && s->state == SPAN_FREE && s->start_page == page ? s : NULL;
 }
 
 /* Frees span `s` (not on any list), merging it with free neighbours on both
@@ -255,15 +151,15 @@ static void free_span_merge_insert(hc_span *s) {
  * lists, then the shortest fit among the long spans (lowest address on a tie,
  * which keeps the heap compact). NULL if nothing is long enough. */
 static hc_span *free_span_find(size_t pages) {
-    if (!is_long(pages))
+    if (!pc_is_long(pages))
         for (size_t word = pages / 64; word < PC_LIST_BIT_WORDS; word++) {
-            uint64_t bits = free_list_bits[word];
+            uint64_t bits = pc_free_list_bits[word];
             if (word == pages / 64)
                 bits &= ~(uint64_t)0 << (pages % 64); /* lists shorter than `pages` do not fit */
             if (bits != 0)
-                return free_lists[word * 64 + (size_t)__builtin_ctzll(bits)].next;
+                return pc_free_lists[word * 64 + (size_t)__builtin_ctzll(bits)].next;
         }
-    return tree_best_fit(pages);
+    return treap_best_fit(pc_long_spans, pages);
 }
 
 /* Cuts [at, at + pages) out of free span `s` (already off its list). The
@@ -297,8 +193,6 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
 
 /* ---- Growing the heap -------------------------------------------------------- */
 
-/* Maps a region of at least `pages` pages, adds it to the lists, and returns 0,
- * or -1 with errno = ENOMEM. */
 /* Makes the new mapping `region` of `pages` pages a free span of the heap,
  * merged with any free neighbour; 0, or -1 (errno = ENOMEM, the mapping
  * undone) when its record or page-map leaves could not be had. */
@@ -315,22 +209,19 @@ static int heap_add_region(char *region, size_t pages) {
         return -1;
     }
     HC_TRACE(HC_TRACE_PC_GROW, 0);
-    totals.heap_pages += pages;
-    totals.regions++;
+    pc_totals.heap_pages += pages;
+    pc_totals.regions++;
     free_span_merge_insert(s); /* the kernel may have put it next to another region */
     return 0;
 }
 
-/* The longest free span, or NULL. */
-static hc_span *free_span_longest(void) {
-    hc_span *t = long_spans;
-    if (t != NULL) {
-        while (t->right != NULL) t = t->right;
+hc_span *pc_free_span_longest(void) {
+    hc_span *t = treap_longest(pc_long_spans);
+    if (t != NULL)
         return t;
-    }
     for (size_t word = PC_LIST_BIT_WORDS; word-- > 0;)
-        if (free_list_bits[word] != 0)
-            return free_lists[word * 64 + 63 - (size_t)__builtin_clzll(free_list_bits[word])].next;
+        if (pc_free_list_bits[word] != 0)
+            return pc_free_lists[word * 64 + 63 - (size_t)__builtin_clzll(pc_free_list_bits[word])].next;
     return NULL;
 }
 
@@ -342,7 +233,7 @@ static hc_span *free_span_longest(void) {
  * 0 when the span now holds the request; -1 when the addresses next to it
  * are taken (or a limit refuses), and the heap grows as usual. */
 static int heap_extend(size_t pages) {
-    hc_span *longest = free_span_longest();
+    hc_span *longest = pc_free_span_longest();
     /* Worth a mapping of its own only if the span is a fair part of the
      * request (a quarter): many small gaps would each cost a system call. */
     if (longest == NULL || longest->page_count >= pages || longest->page_count * 4 < pages)
@@ -362,7 +253,7 @@ static int heap_extend(size_t pages) {
 }
 
 static int heap_grow(size_t pages) {
-    size_t grow = totals.heap_pages / 4;
+    size_t grow = pc_totals.heap_pages / 4;
     if (grow < PC_MIN_GROW_PAGES) grow = PC_MIN_GROW_PAGES;
     if (grow < pages) grow = pages;
     if (grow > PC_MAX_PAGES) {
@@ -388,12 +279,15 @@ static int heap_grow(size_t pages) {
 }
 
 /* ---- Giving pages back to the OS: the mechanism -----------------------------------
- * When and how much is the policy's question (page_policy.h); stage 3's
- * policy never asks. */
+ * Stage 3 never runs this section: its policy (page_policy.c) never asks.
+ * It is here on purpose, beside the data: it walks and reorders the free
+ * lists and the treap, which only the page cache touches. When and how
+ * much is the policy's question: stage 4's (stage4_reclaim/page_release.c)
+ * calls it (docs/design.md, "What stays in an earlier layer on purpose"). */
 
-static size_t backed_free_pages(void) { return totals.free_pages - totals.released_pages; }
+static size_t backed_free_pages(void) { return pc_totals.free_pages - pc_totals.released_pages; }
 
-size_t pc_mapped_pages_locked(void) { return totals.heap_pages + totals.direct_pages; }
+size_t pc_mapped_pages_locked(void) { return pc_totals.heap_pages + pc_totals.direct_pages; }
 
 /* Releases free span `s`, which stays free (on a list, it moves to the
  * tail; in the tree its key is unchanged). Its neighbours are in use (no two
@@ -423,11 +317,11 @@ static size_t release_tree(hc_span *t, size_t want) {
 /* The longest first: the most memory per system call, and the spans least
  * likely to be asked for soon. */
 size_t pc_release_free_pages_locked(size_t want) {
-    size_t released = release_tree(long_spans, want);
+    size_t released = release_tree(pc_long_spans, want);
     for (size_t n = PC_MAX_LIST_PAGES; n > 0 && released < want; n--) {
         /* Backed spans lead the list; each released one moves to the tail. */
-        while (released < want && free_lists[n].next->backed_pages > 0) {
-            size_t got = release_free_span(free_lists[n].next);
+        while (released < want && pc_free_lists[n].next->backed_pages > 0) {
+            size_t got = release_free_span(pc_free_lists[n].next);
             if (got == 0)
                 break; /* the kernel refused: it is back at the head */
             released += got;
@@ -450,29 +344,29 @@ static void unmap_free_span(hc_span *s) {
     size_t pages = s->page_count;
     free_span_remove(s);
     pm_set_range(s->start_page, pages, NULL);
-    totals.heap_pages -= pages;
-    totals.unmapped_pages += pages;
+    pc_totals.heap_pages -= pages;
+    pc_totals.unmapped_pages += pages;
     span_dead(s);
     os_unmap(start, pages << HC_PAGE_SHIFT);
 }
 
 size_t pc_unmap_free_spans_locked(void) {
     size_t unmapped = 0;
-    while (long_spans != NULL) {
-        unmapped += long_spans->page_count;
-        unmap_free_span(long_spans);
+    while (pc_long_spans != NULL) {
+        unmapped += pc_long_spans->page_count;
+        unmap_free_span(pc_long_spans);
     }
     for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++)
-        while (!span_list_empty(&free_lists[n])) {
+        while (!span_list_empty(&pc_free_lists[n])) {
             unmapped += n;
-            unmap_free_span(free_lists[n].next);
+            unmap_free_span(pc_free_lists[n].next);
         }
     return unmapped;
 }
 
 size_t pc_unmap_free_spans(void) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     size_t unmapped = pc_unmap_free_spans_locked();
     pc_policy_after_call();
     hc_lock_release(&pc_lock);
@@ -481,7 +375,7 @@ size_t pc_unmap_free_spans(void) {
 
 size_t pc_release_free_pages(size_t want) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     size_t released = pc_release_free_pages_locked(want);
     pc_policy_after_call();
     hc_lock_release(&pc_lock);
@@ -527,15 +421,15 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
         memset(s->debug_live, 0, sizeof s->debug_live);
 #endif
         s->state = SPAN_SMALL;
-        totals.small_pages += s->page_count;
+        pc_totals.small_pages += s->page_count;
     } else {
         s->object_size = s->object_count = s->size_reciprocal = 0;
         s->state = SPAN_LARGE;
         if (s->direct) {
-            totals.direct_pages += s->page_count;
-            totals.direct_spans++;
+            pc_totals.direct_pages += s->page_count;
+            pc_totals.direct_spans++;
         } else {
-            totals.large_pages += s->page_count;
+            pc_totals.large_pages += s->page_count;
         }
     }
     pm_set_range(s->start_page, s->page_count, s);
@@ -546,7 +440,7 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
     if (alignment < HC_PAGE_SIZE)
         alignment = HC_PAGE_SIZE;
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     pc_policy_before_call(); /* a program of huge blocks alone has slow paths too */
     /* Asked and mapped under the lock, so that two threads cannot both
      * pass a limit that only one of them fits under. */
@@ -584,7 +478,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     if (wants_direct_map(pages, size_class))
         return direct_map(pages, HC_PAGE_SIZE);
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     pc_policy_before_call();
     hc_span *s = free_span_find(pages);
     if (s == NULL) {
@@ -605,36 +499,15 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     return s;
 }
 
-/* Whether free span `s` holds `pages` pages from a multiple of `align`. */
-static int holds_aligned(const hc_span *s, size_t pages, size_t align, uintptr_t *at) {
-    uintptr_t aligned = (s->start_page + align - 1) & ~(uintptr_t)(align - 1);
-    *at = aligned;
-    return aligned + pages <= span_end_page(s);
-}
-
-/* The shortest span of the subtree `t` that holds them (in key order). */
-static hc_span *tree_find_aligned(hc_span *t, size_t pages, size_t align, uintptr_t *at) {
-    if (t == NULL)
-        return NULL;
-    if (t->page_count < pages)
-        return tree_find_aligned(t->right, pages, align, at);
-    hc_span *found = tree_find_aligned(t->left, pages, align, at);
-    if (found != NULL)
-        return found;
-    if (holds_aligned(t, pages, align, at))
-        return t;
-    return tree_find_aligned(t->right, pages, align, at);
-}
-
 /* The first free span holding `pages` pages from a multiple of `align`
  * (lists from `pages` up, then the long ones). Linear in the free spans
  * looked at: aligned blocks above one page are rare. */
 static hc_span *free_span_find_aligned(size_t pages, size_t align, uintptr_t *at) {
     for (size_t n = pages; n <= PC_MAX_LIST_PAGES; n++)
-        for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next)
-            if (holds_aligned(s, pages, align, at))
+        for (hc_span *s = pc_free_lists[n].next; s != &pc_free_lists[n]; s = s->next)
+            if (span_holds_aligned(s, pages, align, at))
                 return s;
-    return tree_find_aligned(long_spans, pages, align, at);
+    return treap_find_aligned(pc_long_spans, pages, align, at);
 }
 
 hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
@@ -648,7 +521,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     if (wants_direct_map(pages, 0))
         return direct_map(pages, align_pages << HC_PAGE_SHIFT);
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     pc_policy_before_call();
     uintptr_t at;
     hc_span *s = free_span_find_aligned(pages, align_pages, &at);
@@ -678,12 +551,12 @@ void pc_free_span(hc_span *s) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     pc_policy_before_call();
     if (s->state == SPAN_SMALL) {
-        totals.small_pages -= s->page_count;
+        pc_totals.small_pages -= s->page_count;
     } else if (s->direct) {
-        totals.direct_pages -= s->page_count;
-        totals.direct_spans--;
+        pc_totals.direct_pages -= s->page_count;
+        pc_totals.direct_spans--;
     } else {
-        totals.large_pages -= s->page_count;
+        pc_totals.large_pages -= s->page_count;
     }
 
     if (s->direct) {
@@ -713,7 +586,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
     size_t extra = pages - s->page_count;
     int grown = 0;
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     pc_policy_before_call();
     hc_span *next = free_span_starting_at(span_end_page(s));
     if (next != NULL && next->page_count >= extra) {
@@ -723,7 +596,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
         if (front != NULL) {
             span_dead(front); /* its pages join s: s's entries replace it below */
             s->page_count = pages;
-            totals.large_pages += extra;
+            pc_totals.large_pages += extra;
             pm_set_range(span_end_page(s) - extra, extra, s);
             grown = 1;
         }
@@ -737,13 +610,13 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     size_t cut = s->page_count - pages;
     uintptr_t tail_page = s->start_page + pages;
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
+    pc_lists_init_once();
     pc_policy_before_call();
     if (s->direct) {
         /* Unregistered before unmapped, as in pc_free_span. */
         pm_set_range(tail_page, cut, NULL);
         s->page_count = pages;
-        totals.direct_pages -= cut;
+        pc_totals.direct_pages -= cut;
         hc_lock_release(&pc_lock);
         os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
         return 0;
@@ -754,7 +627,7 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
         return -1;
     }
     s->page_count = pages;
-    totals.large_pages -= cut;
+    pc_totals.large_pages -= cut;
     tail->backed_pages = cut; /* the program may have touched them */
     /* The tail's inner page-map entries still name s, which no longer covers
      * them: readers treat them as stale (page_cache.h). */
@@ -764,133 +637,12 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     return 0;
 }
 
-/* ---- Accounting and checking ------------------------------------------------------ */
-
-static size_t largest_free_locked(void) {
-    if (long_spans != NULL) {
-        hc_span *s = long_spans;
-        while (s->right != NULL) s = s->right;
-        return s->page_count;
-    }
-    for (size_t n = PC_MAX_LIST_PAGES; n > 0; n--)
-        if (!span_list_empty(&free_lists[n])) return n;
-    return 0;
-}
-
-void pc_get_census(pc_census *out) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
-    *out = totals;
-    out->largest_free_pages = largest_free_locked();
-    hc_lock_release(&pc_lock);
-}
-
-/* What the check counts while it walks the free spans. */
-typedef struct free_tally {
-    size_t spans, pages, released;
-} free_tally;
-
-/* What must hold for every free span, on a list or in the tree. */
-static const char *check_free_span(const hc_span *s, free_tally *tally) {
-    if (s->state != SPAN_FREE) return "a span on a free list is not SPAN_FREE";
-    if (pm_lookup(s->start_page) != s) return "a free span's first page does not map to it";
-    if (pm_lookup(span_end_page(s) - 1) != s) return "a free span's last page does not map to it";
-    if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
-    if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
-    if (s->backed_pages > s->page_count) return "a span has more backed pages than pages";
-    tally->released += s->page_count - s->backed_pages;
-    tally->spans++;
-    tally->pages += s->page_count;
-    return NULL;
-}
-
-/* The subtree `t`: keys strictly between those of lo and hi (NULL: no
- * bound), priorities at most its parent's, only long spans. */
-static const char *check_tree(const hc_span *t, const hc_span *lo, const hc_span *hi,
-                              free_tally *tally) {
-    if (t == NULL) return NULL;
-    if (!is_long(t->page_count)) return "a short span is in the long-span tree";
-    if ((lo != NULL && !key_less(lo, t)) || (hi != NULL && !key_less(t, hi)))
-        return "the long-span tree is out of (length, address) order";
-    if ((t->left != NULL && priority(t->left) > priority(t)) ||
-        (t->right != NULL && priority(t->right) > priority(t)))
-        return "the long-span tree is not a heap by priority";
-    const char *broken = check_free_span(t, tally);
-    if (broken == NULL) broken = check_tree(t->left, lo, t, tally);
-    if (broken == NULL) broken = check_tree(t->right, t, hi, tally);
-    return broken;
-}
-
-static const char *check_locked(void) {
-    free_tally tally = {0, 0, 0};
-    for (size_t n = 1; n <= PC_MAX_LIST_PAGES; n++) {
-        if ((int)((free_list_bits[n / 64] >> (n % 64)) & 1) == span_list_empty(&free_lists[n]))
-            return "a free list's bit says the opposite of its list";
-        int seen_released = 0;
-        for (hc_span *s = free_lists[n].next; s != &free_lists[n]; s = s->next) {
-            if (s->page_count != n) return "a span is on the list of another length";
-            if (seen_released && s->backed_pages > 0) return "a backed span follows a released one";
-            seen_released |= s->backed_pages == 0;
-            if (s->next->prev != s) return "a free list's links are broken";
-            const char *broken = check_free_span(s, &tally);
-            if (broken != NULL) return broken;
-        }
-    }
-    const char *broken = check_tree(long_spans, NULL, NULL, &tally);
-    if (broken != NULL) return broken;
-    if (tally.spans != totals.free_spans) return "free span count does not match the lists";
-    if (tally.pages != totals.free_pages) return "free page count does not match the lists";
-    if (tally.released != totals.released_pages) return "released page count does not match the lists";
-    if (totals.free_pages + totals.small_pages + totals.large_pages != totals.heap_pages)
-        return "free + in-use pages != heap pages";
-    return NULL;
-}
-
-const char *pc_check(void) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    lists_init_once();
-    const char *broken = check_locked();
-    hc_lock_release(&pc_lock);
-    return broken;
-}
+/* ---- Stats (the census, the check and the heap walk: page_cache_check.c) ---------- */
 
 void pc_collect_stats(hc_stats *out) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    out->page_cache_free_bytes += (totals.free_pages - totals.released_pages) << HC_PAGE_SHIFT;
-    out->released_bytes += totals.released_pages << HC_PAGE_SHIFT;
-    out->bytes_in_use += (totals.large_pages + totals.direct_pages) << HC_PAGE_SHIFT;
-    hc_lock_release(&pc_lock);
-}
-
-/* ---- Walking the heap --------------------------------------------------------------- */
-
-/* Visits the spans in address order by walking the page map's leaves: an
- * absent leaf skips its whole range; from a span's first page
- * the walk jumps to its end, so entries inside a free span (maybe stale)
- * are never read. An entry counts only if its record starts at that page. */
-void pc_visit_spans(pc_span_visitor visit, void *arg) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
-        pm_leaf *leaf = pm_leaf_of(page);
-        if (leaf == NULL) {
-            page = (page | (PM_LEAF_ENTRIES - 1)) + 1;
-            continue;
-        }
-        hc_span *s = leaf->spans[page & (PM_LEAF_ENTRIES - 1)];
-        if (s == NULL || s->state == SPAN_DEAD || s->start_page != page) {
-            page++;
-            continue;
-        }
-        pc_span_view view = {
-            .start_page = s->start_page,
-            .page_count = s->page_count,
-            .backed_pages = s->state == SPAN_FREE ? s->backed_pages : 0,
-            .state = s->state,
-            .size_class = s->size_class,
-            .direct = s->direct,
-        };
-        visit(arg, &view);
-        page = span_end_page(s);
-    }
+    out->page_cache_free_bytes += (pc_totals.free_pages - pc_totals.released_pages) << HC_PAGE_SHIFT;
+    out->released_bytes += pc_totals.released_pages << HC_PAGE_SHIFT;
+    out->bytes_in_use += (pc_totals.large_pages + pc_totals.direct_pages) << HC_PAGE_SHIFT;
     hc_lock_release(&pc_lock);
 }

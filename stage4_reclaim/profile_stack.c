@@ -89,14 +89,7 @@ void profile_take_stack(stack_walk *w) {
 /* libunwind, if present; its caches per thread (no lock, no signal mask
  * changes per frame: the global cache takes both). */
 static void open_libunwind(void) {
-#if defined(__SANITIZE_THREAD__)
-#define HC_PROFILE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HC_PROFILE_TSAN 1
-#endif
-#endif
-#if HC_PROFILE_TSAN
+#if HC_TSAN /* common/compiler.h */
     /* Under ThreadSanitizer a multi-threaded program died silently inside
      * the sampled path with libunwind (profiler_stress_test, --config=tsan),
      * and runs with libgcc's unwinder: keep to that one there. */

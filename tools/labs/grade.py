@@ -130,7 +130,7 @@ def stage_traces(stage):
 # Targets that test code the handout gives (not a piece the student
 # writes): they still must pass, but weigh GIVEN_WEIGHT of a lab target.
 GIVEN = {
-    "stage3_pagecache": {"heap_map_test"},
+    "stage3_pagecache": {"heap_map_test", "span_treap_test"},
     "stage4_reclaim": {"heap_map_test", "trace_test", "release_test", "release_rate_default_test",
                        "release_rate_never_test", "release_rate_eager_test", "release_rate_delay_test"},
 }
