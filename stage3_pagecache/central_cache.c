@@ -18,8 +18,9 @@
  *   - a transfer cache (transfer_cache.h) in front of the spans: whole
  *     batches given back go to the next thread that asks, untouched; the
  *     per-object span work happens only when it overflows or runs dry, with
- *     the object-to-span lookups done before the bucket lock is taken; one
- *     empty span per class waits in the bucket before it goes back;
+ *     the object-to-span lookups done before the bucket lock is taken; empty
+ *     spans wait in the bucket (CC_EMPTY_BYTES_KEPT of them) before they go
+ *     back, and are carved again in address order when reused;
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
@@ -67,6 +68,13 @@ typedef struct cc_bucket {
 
 static cc_bucket cc_buckets[HC_NUM_CLASSES];
 static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
+
+size_t cc_spares_kept(unsigned cls) {
+    if (sc_size(cls) > CC_SPARES_MAX_SIZE)
+        return 1;
+    size_t n = CC_EMPTY_BYTES_KEPT / (sc_span_pages(cls) << HC_PAGE_SHIFT);
+    return n > 0 ? n : 1;
+}
 
 uint32_t cc_transfer_capacity(unsigned cls) {
     size_t batch_bytes = (size_t)sc_batch(cls) * sc_size(cls);
@@ -162,6 +170,15 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
     uint32_t got = 0, n_pieces = 0;
     while (got < want && !span_list_empty(&bucket->spans) && n_pieces + 2 <= CC_TAKE_MAX_PIECES) {
         hc_span *span = bucket->spans.next;
+        if (span->objects_in_use == 0 && span->carved != 0) {
+            /* A spare, every object free: carved again from its first slot,
+             * as if new. The take hands out neighbours in address order
+             * (the order the program then touches them in, page by page,
+             * which the hardware prefetches) and walks none of the freed
+             * list, whose order was the frees'. */
+            span->free_objects = NULL;
+            span->carved = 0;
+        }
         uint32_t never_used = span->object_count - span->carved;
         uint32_t returned = span->free_count - never_used;
         uint32_t from_returned = returned < want - got ? returned : want - got;
@@ -490,8 +507,8 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
             span->objects_in_use -= run->count - 1; /* the run's others: its last one just below */
             if (--span->objects_in_use > 0)
                 continue;
-            /* Every object is back. The class keeps a spare at the back of its
-             * list (used last); beyond that the span leaves the bucket for the
+            /* Every object is back. The class keeps spares at the back of its
+             * list (used last); beyond them the span leaves the bucket for the
              * page cache (after the lock is dropped). */
             span_list_remove(span);
             if (bucket->empty_spans < keep_empty) {
@@ -546,7 +563,7 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
         n -= batch;
     }
     if (n > 0)
-        cc_return_to_spans(cls, first, n, CC_EMPTY_SPANS_KEPT);
+        cc_return_to_spans(cls, first, n, cc_spares_kept(cls));
 }
 
 /* Empties class `cls`'s transfer cache and gives its spare empty spans back
@@ -587,7 +604,7 @@ void cc_release_cached(void) {
 /* A class nobody fetched from for a whole sweep period is idle: a program
  * moved on from it (strings grown by realloc leave every class they pass
  * through on their way up). What its transfer cache and spare
- * span hold, up to CC_TRANSFER_MAX_BYTES and a span per class, would
+ * spans hold, up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT, would
  * otherwise wait for a fetch that may never come while the heap grows for
  * other classes. A class in use keeps its cache: it fetched. */
 static void cc_sweep_idle(void) {

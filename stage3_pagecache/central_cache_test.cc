@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -171,27 +172,87 @@ TEST(SpanRefcount, CentralBytesCountFreeObjectsOnPartlyUsedSpans) {
     EXPECT_EQ(after.central_cache_bytes, before.central_cache_bytes) << "the span left with its objects";
 }
 
-// Only one empty span per class waits: the second one that empties goes
-// back to the page cache at once.
-TEST(SpanRefcount, OneEmptySpanWaitsPerClassTheNextGoesBack) {
-    const unsigned cls = sc_index(6000);
+// Empty spans wait in their bucket up to cc_spares_kept (CC_EMPTY_BYTES_KEPT
+// of them): the first one past the bound goes back to the page cache at once.
+TEST(SpanRefcount, EmptySpansWaitUpToTheByteBoundTheNextGoesBack) {
+    const unsigned cls = sc_index(1000);
+    const size_t span_bytes = sc_span_pages(cls) << HC_PAGE_SHIFT;
+    const size_t kept = cc_spares_kept(cls);
+    ASSERT_GT(kept, 1u) << "a class of small objects keeps more than one";
+    EXPECT_LE(kept * span_bytes, CC_EMPTY_BYTES_KEPT);
+    EXPECT_GT((kept + 1) * span_bytes, CC_EMPTY_BYTES_KEPT) << "as many as fit in the bound";
+    // kept + 1 spans, every object out; then home, span by span.
+    std::vector<std::vector<void *>> by_span;
+    std::vector<void *> all = Fetch(cls, 1);
+    const uint32_t per_span = pc_span_of(all[0])->object_count;
+    std::vector<void *> more = Fetch(cls, (uint32_t)((kept + 1) * per_span - 1));
+    all.insert(all.end(), more.begin(), more.end());
+    std::vector<hc_span *> spans;
+    for (void *p : all)
+        if (std::find(spans.begin(), spans.end(), pc_span_of(p)) == spans.end()) spans.push_back(pc_span_of(p));
+    ASSERT_EQ(spans.size(), kept + 1);
+    for (size_t i = 0; i < spans.size(); i++) {
+        for (void *p : all)
+            if (pc_span_of(p) == spans[i]) Return(cls, p);
+        if (i < kept) {
+            EXPECT_EQ(spans[i]->state, SPAN_SMALL) << "spare " << i << " waits";
+            EXPECT_EQ(Bucket(cls).empty_spans, i + 1);
+        }
+    }
+    EXPECT_EQ(Bucket(cls).empty_spans, kept) << "the one past the bound went back";
+    EXPECT_EQ(Bucket(cls).span_bytes, kept * span_bytes);
+    std::vector<void *> again = Fetch(cls, 1);
+    EXPECT_EQ(pc_span_of(again[0]), spans[0]) << "a spare is used again before a new span is carved";
+    EXPECT_EQ(Bucket(cls).empty_spans, kept - 1);
+    Return(cls, again[0]);
+    cc_release_cached();
+    EXPECT_EQ(Bucket(cls).empty_spans, 0u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// A class of objects above CC_SPARES_MAX_SIZE keeps one spare: its second
+// empty span goes back to the page cache, where stage 4's release policy
+// sees it.
+TEST(SpanRefcount, AClassOfBigObjectsKeepsOneSpare) {
+    const unsigned cls = sc_index(120000);
+    ASSERT_GT(sc_size(cls), (size_t)CC_SPARES_MAX_SIZE);
+    EXPECT_EQ(cc_spares_kept(cls), 1u);
+    EXPECT_GT(cc_spares_kept(sc_index(CC_SPARES_MAX_SIZE)), 1u) << "the limit is inclusive";
     std::vector<void *> a = Fetch(cls, 1);
     hc_span *first_span = pc_span_of(a[0]);
-    ASSERT_NE(first_span, nullptr);
     std::vector<void *> more = Fetch(cls, first_span->object_count);  // the rest, and one of a second span
     a.insert(a.end(), more.begin(), more.end());
-    hc_span *second_span = pc_span_of(a.back());
-    ASSERT_NE(second_span, first_span);
+    ASSERT_NE(pc_span_of(a.back()), first_span);
     for (void *p : a)
         if (pc_span_of(p) == first_span) Return(cls, p);
     EXPECT_EQ(first_span->state, SPAN_SMALL) << "the first to empty waits";
     Return(cls, a.back());
-    EXPECT_EQ(pc_span_of(a.back()), nullptr) << "the second to empty goes back: one spare per class";
-    EXPECT_EQ(Bucket(cls).empty_spans, (size_t)CC_EMPTY_SPANS_KEPT);
-    std::vector<void *> again = Fetch(cls, 1);
-    EXPECT_EQ(pc_span_of(again[0]), first_span) << "the spare is used again before a new span is carved";
-    EXPECT_EQ(Bucket(cls).empty_spans, 0u);
-    Return(cls, again[0]);
+    EXPECT_EQ(pc_span_of(a.back()), nullptr) << "the second to empty goes back";
+    EXPECT_EQ(Bucket(cls).empty_spans, 1u);
+    cc_release_cached();
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// A spare used again is carved from its first slot, as if new: the objects
+// come in address order, whatever order they were freed in (the freed list
+// of the span is forgotten, not walked).
+TEST(SpanRefcount, ASpareIsCarvedAgainInAddressOrder) {
+    const unsigned cls = sc_index(2400);
+    cc_release_cached();
+    std::vector<void *> a = Fetch(cls, 1);
+    hc_span *span = pc_span_of(a[0]);
+    std::vector<void *> rest = Fetch(cls, span->object_count - 1);
+    a.insert(a.end(), rest.begin(), rest.end());
+    for (void *p : a) ASSERT_EQ(pc_span_of(p), span);
+    std::sort(a.begin(), a.end());
+    std::swap(a[0], a[1]);  // home out of address order: the lowest two swapped
+    for (auto it = a.rbegin(); it != a.rend(); ++it) Return(cls, *it);
+    ASSERT_EQ(Bucket(cls).empty_spans, 1u);
+    std::vector<void *> again = FetchChain(cls, span->object_count);
+    ASSERT_EQ(again.size(), (size_t)span->object_count);
+    for (size_t i = 0; i < again.size(); i++)
+        EXPECT_EQ(again[i], span_start(span) + i * span->object_size) << "slot " << i << " in address order";
+    for (void *p : again) Return(cls, p);
     cc_release_cached();
     EXPECT_PAGE_CACHE_CONSISTENT();
 }

@@ -10,10 +10,12 @@
  * from their spans, one by one (object -> span through the page map, the
  * span's free list, its reference count), and then the lookups are done
  * before the bucket lock is taken. A span whose last object comes home
- * stays in its bucket as the class's spare (CC_EMPTY_SPANS_KEPT) instead of
- * going straight back to the page cache, so a producer/consumer pair does
- * not carve and return the same span over and over. A class idle while the
- * heap grows gives both back (CC_SWEEP_PAGES).
+ * stays in its bucket as one of the class's spares (up to
+ * CC_EMPTY_BYTES_KEPT) instead of going straight back to the page cache, so
+ * a producer/consumer pair does not carve and return the same span over
+ * and over; a spare is carved again from its first slot, its freed order
+ * forgotten. A class idle while the heap grows gives both back
+ * (CC_SWEEP_PAGES).
  * May touch: nothing; central_cache.c implements it. */
 #ifndef HC_TRANSFER_CACHE_H_
 #define HC_TRANSFER_CACHE_H_
@@ -27,15 +29,32 @@
 #define CC_TRANSFER_MAX_BATCHES 64
 #define CC_TRANSFER_MAX_BYTES   ((size_t)256 << 10)
 
-/* Empty spans a bucket keeps (all objects free) before it gives one back. */
-#define CC_EMPTY_SPANS_KEPT 1
+/* Bytes of empty spans (all objects free) the bucket of a class of objects
+ * up to CC_SPARES_MAX_SIZE keeps before it gives one back (other classes
+ * keep one span). A class that empties and refills (a program that frees a
+ * phase's objects and allocates the next phase's) reuses its own spans,
+ * carved again, instead of sending each through the page cache's lock and
+ * back; 16 MiB holds one round of the bench's `hold` workload (11 MiB of
+ * 128 B objects). Not RSS the program's peak did not have: the bytes were
+ * in use before they emptied. But they are out of sight of stage 4's
+ * release policy, which sees the page cache only: they go back with
+ * hc_release_free_memory, an out-of-memory retry, or the next idle sweep
+ * once the class stops fetching (CC_SWEEP_PAGES). Hence the size limit:
+ * above it a span holds few objects, so a spare saves little carving, and
+ * big blocks freed in bulk go where the release policy finds them. */
+#define CC_EMPTY_BYTES_KEPT ((size_t)16 << 20)
+#define CC_SPARES_MAX_SIZE  1024
+
+/* Empty spans class `cls`'s bucket keeps (at least one). */
+size_t cc_spares_kept(unsigned cls);
 
 /* Each time the central cache has carved this many pages into new spans
  * (4 MiB), every class that no thread fetched from since the previous time
- * gives back its transfer cache and its spare empty span, as
+ * gives back its transfer cache and its spare empty spans, as
  * cc_release_cached does for all: memory a program stopped asking for in one
  * class goes to the spans the heap is growing for in others, instead of
- * waiting for good (up to CC_TRANSFER_MAX_BYTES and a span per class). */
+ * waiting for good (up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT per
+ * class). */
 #define CC_SWEEP_PAGES 512
 
 /* Batches the transfer cache of class `cls` may hold (at least 1). */
@@ -52,7 +71,7 @@ typedef struct cc_bucket_census {
     size_t transfer_objects;    /* in those batches */
     size_t span_free_objects;   /* on the bucket's spans */
     size_t spans;               /* on the bucket's list (spans with a free object) */
-    size_t empty_spans;         /* of which with every object free */
+    size_t empty_spans;         /* of which with every object free (spares) */
     size_t span_bytes;          /* in every span the class holds */
 } cc_bucket_census;
 

@@ -38,7 +38,7 @@ NAIVE = [
      "    if (limit < batch)\n        tc_raise_limit(tc, cls, batch);",
      "no slow start: a list's limit jumps to a whole batch at once"),
     ("naive_keep_every_span", "stage3_pagecache", "central_cache.c",
-     "        cc_return_to_spans(cls, first, n, CC_EMPTY_SPANS_KEPT);",
+     "        cc_return_to_spans(cls, first, n, cc_spares_kept(cls));",
      "        cc_return_to_spans(cls, first, n, (size_t)1 << 30);",
      "every empty span stays in its bucket (never back to the page cache)"),
     ("naive_steal_every_refusal", "stage4_reclaim", "budget.c",
