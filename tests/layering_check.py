@@ -4,7 +4,7 @@
 The arguments are the sources of common/ and of every stage package, the
 static archives of every stage, and the BUILD files that set preprocessor
 flags: each stage's, common's and tests/flavours.bzl (bazel passes them:
-tests/BUILD). Three rules (docs/design.md, "Layers and hooks"):
+tests/BUILD). Four rules (docs/design.md, "Layers and hooks"):
 
   1. No source file of a stage shares more than MAX_SHARE of its non-blank
      lines with the file of the same name in an earlier stage. A later
@@ -24,6 +24,10 @@ tests/BUILD). Three rules (docs/design.md, "Layers and hooks"):
      read from the BUILD files: string literals "NAME=VALUE" and "-DNAME"
      (defines, local_defines, copts); a flag that common/BUILD or a build
      flavour (tests/flavours.bzl) also sets is every stage's.
+  4. No allocator source (a .c or .h of common/ or of a stage package that
+     is not a test) has more than MAX_SOURCE_LINES non-blank lines: a file
+     a reader holds at once holds one concern; a bigger one is split by
+     concern (stage3_pagecache/span_treap.c, stage4_reclaim/profile_*.c).
 Before the checks, a self-test plants such flags in made-up stages and
 fails unless rule 3 catches each (a check that cannot fail is no check).
 """
@@ -35,6 +39,7 @@ import subprocess
 import sys
 
 MAX_SHARE = 0.40
+MAX_SOURCE_LINES = 600
 SOURCE_SUFFIXES = (".c", ".h", ".cc")
 STAGE_DIR = re.compile(r"(^|/)(stage([0-9]+)_[a-z_]+)/([^/]+)$")
 COMMON_FILE = re.compile(r"(^|/)common/([^/]+)$")
@@ -183,6 +188,21 @@ def self_test():
     return problems, len(planted) + len(innocent) + 2
 
 
+def check_file_sizes(source_paths):
+    """Rule 4: every allocator source within MAX_SOURCE_LINES non-blank lines."""
+    failures, largest = [], (0, "")
+    for path in source_paths:
+        name = os.path.basename(path)
+        if not name.endswith((".c", ".h")) or re.search(r"_test\.[ch]$", name):
+            continue
+        lines = len(non_blank_lines(path))
+        largest = max(largest, (lines, path))
+        if lines > MAX_SOURCE_LINES:
+            failures.append(f"FAIL: {path} has {lines} non-blank lines, more than "
+                            f"{MAX_SOURCE_LINES}: split it by concern")
+    return failures, largest
+
+
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -229,6 +249,10 @@ def main(paths):
                      for key, files in stage_files.items()}
     flag_failures, stage_flags = check_later_flags(stage_sources, stage_builds, shared_builds)
     failures += flag_failures
+    size_failures, largest = check_file_sizes(
+        [path for files in list(stage_files.values()) + [common_files]
+         for path in files.values()])
+    failures += size_failures
     print("Files a later stage holds under an earlier stage's name (shared non-blank lines):")
     print("\n".join(rows) if rows else "  none")
     for failure in failures:
@@ -237,7 +261,9 @@ def main(paths):
         print(f"PASS: {len(stage_files)} stages, {sum(map(len, stage_files.values()))} files; "
               f"common/ ({len(common_files)} files) names nothing only a stage defines; "
               f"no stage tests a flag only a later stage's BUILD sets "
-              f"(flags set first by a stage's BUILD: {', '.join(stage_flags) or 'none'})")
+              f"(flags set first by a stage's BUILD: {', '.join(stage_flags) or 'none'}); "
+              f"no allocator source over {MAX_SOURCE_LINES} non-blank lines "
+              f"(the largest: {largest[1]}, {largest[0]})")
     return 1 if failures else 0
 
 
