@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "common/harden.h"
+#include "common/harden_guard.h"
 #include "common/hcmalloc.h"
 }
 
@@ -340,9 +341,82 @@ TEST(HeapAbuseDeathTest, SizedDeleteWithTheWrongSizeAborts) {
     ASSERT_NE(small, nullptr);
     EXPECT_EXIT(harden_sized_delete(small, 16), KilledBySignal(SIGABRT), kWrongSize);
     harden_sized_delete(small, 65); /* 65..80: the 80-byte class */
-    void *large = hc_malloc(1 << 20);
+    void *large = hc_malloc(1 << 20); /* a guarded block: new gave it its size */
     ASSERT_NE(large, nullptr);
-    harden_sized_delete(large, 1); /* a large block: by address, unchecked */
+    EXPECT_EXIT(harden_sized_delete(large, 1), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_delete(large, 1 << 20);
+}
+
+// ---- Guarded blocks (common/harden_guard.h) ------------------------------------------
+
+// Touches p[offset] as the security programs do (a read-modify-write).
+void Touch(volatile char *p, ptrdiff_t offset) {
+    p[offset] ^= 'A';
+    _exit(0);
+}
+
+// A write just past the block, just before it, or a megabyte below it
+// faults: 4 KiB (a page), 256 KiB (the largest class), and a size that is
+// no page multiple (its end still meets the page after it).
+TEST(HeapAbuseDeathTest, GuardedBlocksFaultOnEitherSide) {
+    for (size_t size : {HARDEN_GUARD_MIN_SIZE, (size_t)256 << 10, (size_t)10000}) {
+        char *p = static_cast<char *>(hc_malloc(size));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EXIT(Touch(p, (ptrdiff_t)size), KilledBySignal(SIGSEGV), "") << size;
+        EXPECT_EXIT(Touch(p, -(ptrdiff_t)HARDEN_GUARD_BELOW), KilledBySignal(SIGSEGV), "") << size;
+        if (size % 4096 == 0)
+            EXPECT_EXIT(Touch(p, -1), KilledBySignal(SIGSEGV), "") << size;
+        memset(p, 'A', size); /* every byte it was given is its own */
+        EXPECT_EQ(hc_usable_size(p), size);
+        hc_free(p);
+    }
+}
+
+// A freed guarded block is no-access (a read or write after free faults),
+// and the next blocks get other addresses, each zeroed.
+TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
+    constexpr size_t kSize = 8192;
+    char *old = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(old, nullptr);
+    memset(old, 'A', kSize);
+    hc_free(old);
+    EXPECT_EXIT(Touch(old, 0), KilledBySignal(SIGSEGV), "");
+    char *fresh[HARDEN_GUARD_QUARANTINE / 2];
+    for (char *&p : fresh) {
+        p = static_cast<char *>(hc_malloc(kSize));
+        ASSERT_NE(p, nullptr);
+        EXPECT_NE(p, old);
+        EXPECT_EQ(p[0] | p[kSize - 1], 0);
+    }
+    for (char *p : fresh) hc_free(p);
+}
+
+// free, realloc and sized free know a guarded block by its start only: an
+// interior pointer and a second free stop with the message.
+TEST(HeapAbuseDeathTest, GuardedBlockFreesAreExact) {
+    constexpr const char *kInvalid = "^hcmalloc: (free|realloc)\\(\\): invalid pointer 0x[0-9a-f]+\n$";
+    char *p = static_cast<char *>(hc_calloc(1, 5000));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p[0] | p[4999], 0);
+    EXPECT_EXIT(hc_free(p + 16), KilledBySignal(SIGABRT), kInvalid);
+    EXPECT_EXIT(hc_realloc(p + 16, 6000), KilledBySignal(SIGABRT), kInvalid);
+    strcpy(p, "kept");
+    char *q = static_cast<char *>(hc_realloc(p, 20000)); /* moves: p's addresses fault now */
+    ASSERT_NE(q, nullptr);
+    EXPECT_STREQ(q, "kept");
+    EXPECT_EXIT(hc_free(p), KilledBySignal(SIGABRT), kInvalid);
+    hc_free_sized(q, 20000);
+    EXPECT_EXIT(hc_free(q), KilledBySignal(SIGABRT), kInvalid);
+}
+
+// aligned_alloc's class-sized requests stay aligned, though right-aligned.
+TEST(HeapAbuse, GuardedBlocksKeepAlignedAllocsAligned) {
+    for (size_t align : {64, 4096, 8192}) {
+        void *p = hc_aligned_alloc(align, align == 64 ? 4160 : 3 * align); /* guarded sizes */
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ((uintptr_t)p % align, 0u) << align;
+        hc_free(p);
+    }
 }
 #endif
 
