@@ -23,9 +23,10 @@
  * Cannot stop: an overflow that jumps over the page after the block, an
  * underflow into the slack of a block whose size is not a page multiple,
  * anything done after the block's addresses left the quarantine.
- * Costs: four system calls per block (map, unprotect, protect at free,
- * unmap when it leaves the quarantine) and a fault per page touched, about
- * what glibc pays for a block it maps; blocks under HARDEN_GUARD_MIN_SIZE,
+ * Costs: two system calls per block (unprotect at malloc, protect at
+ * free; a mapping out of the quarantine is reused for a block of the same
+ * length, else four: map and unmap too), and a fault per page touched for
+ * blocks over HARDEN_GUARD_KEEP_BYTES (a memset under it); blocks under HARDEN_GUARD_MIN_SIZE,
  * and every fast path, pay nothing (docs/design.md, section 6).
  *
  * Stage 3's malloc.c calls these on its slow paths only; in the default
@@ -52,6 +53,16 @@
  * back to the OS: address space only (the pages' memory is dropped at
  * free), so a program may free this many before an old address recurs. */
 #define HARDEN_GUARD_QUARANTINE 256
+
+/* A freed guarded block this small (its pages) keeps its memory while it
+ * is no-access, and is cleared when its mapping is reused: the quarantine
+ * and spares then hold at most (HARDEN_GUARD_QUARANTINE +
+ * HARDEN_GUARD_SPARES) * 16 KiB = 5 MiB. Bigger ones are dropped at free. */
+#define HARDEN_GUARD_KEEP_BYTES ((size_t)16 << 10)
+
+/* Mappings out of the quarantine kept for reuse by a block of the same
+ * mapping length (harden_guard.c): address space only. */
+#define HARDEN_GUARD_SPARES 64
 
 #if HC_HARDENED
 
