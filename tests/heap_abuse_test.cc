@@ -363,7 +363,7 @@ TEST(HeapAbuseDeathTest, GuardedBlocksFaultOnEitherSide) {
         char *p = static_cast<char *>(hc_malloc(size));
         ASSERT_NE(p, nullptr);
         EXPECT_EXIT(Touch(p, (ptrdiff_t)size), KilledBySignal(SIGSEGV), "") << size;
-        EXPECT_EXIT(Touch(p, -(ptrdiff_t)HARDEN_GUARD_BELOW), KilledBySignal(SIGSEGV), "") << size;
+        EXPECT_EXIT(Touch(p, -(1 << 20)), KilledBySignal(SIGSEGV), "") << size;
         if (size % 4096 == 0)
             EXPECT_EXIT(Touch(p, -1), KilledBySignal(SIGSEGV), "") << size;
         memset(p, 'A', size); /* every byte it was given is its own */
@@ -372,8 +372,40 @@ TEST(HeapAbuseDeathTest, GuardedBlocksFaultOnEitherSide) {
     }
 }
 
+// Whether every mapping that overlaps [from, to) is no-access.
+bool NoAccessBetween(uintptr_t from, uintptr_t to) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (maps == nullptr) return false;
+    bool none = true;
+    char line[512];
+    while (fgets(line, sizeof line, maps) != nullptr) {
+        unsigned long start, end;
+        char perms[5];
+        if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) == 3 && start < to && end > from)
+            none = none && strcmp(perms, "---p") == 0;
+    }
+    fclose(maps);
+    return none;
+}
+
+// A megabyte below a guarded block is its own no-access gap: a write there
+// faults, and nothing readable or writable is mapped anywhere in it.
+TEST(HeapAbuseDeathTest, GuardedBlocksFaultAMegabyteBelow) {
+    char *p = static_cast<char *>(hc_malloc(256 << 10));
+    ASSERT_NE(p, nullptr);
+    constexpr ptrdiff_t kMegabyte = 1 << 20; /* the security programs' figure */
+    void *below[8];
+    for (void *&b : below) b = hc_malloc(256 << 10); /* the kernel maps them nearby */
+    EXPECT_EXIT(Touch(p, -kMegabyte), KilledBySignal(SIGSEGV), "");
+    EXPECT_TRUE(NoAccessBetween((uintptr_t)p - kMegabyte, (uintptr_t)p & ~(uintptr_t)4095));
+    for (void *b : below) hc_free(b);
+    hc_free(p);
+}
+
 // A freed guarded block is no-access (a read or write after free faults),
-// and the next blocks get other addresses, each zeroed.
+// the next blocks get other addresses, and every block is handed out
+// zeroed: fresh ones, and those whose mapping left the quarantine and was
+// reused with the old data still in its pages (a kept small block).
 TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
     constexpr size_t kSize = 8192;
     char *old = static_cast<char *>(hc_malloc(kSize));
@@ -381,14 +413,20 @@ TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
     memset(old, 'A', kSize);
     hc_free(old);
     EXPECT_EXIT(Touch(old, 0), KilledBySignal(SIGSEGV), "");
-    char *fresh[HARDEN_GUARD_QUARANTINE / 2];
-    for (char *&p : fresh) {
-        p = static_cast<char *>(hc_malloc(kSize));
-        ASSERT_NE(p, nullptr);
-        EXPECT_NE(p, old);
-        EXPECT_EQ(p[0] | p[kSize - 1], 0);
+    static char *blocks[2][HARDEN_GUARD_QUARANTINE];
+    for (auto &round : blocks) {
+        for (char *&p : round) {
+            p = static_cast<char *>(hc_malloc(kSize));
+            ASSERT_NE(p, nullptr);
+            if (&round == &blocks[0]) /* the second round may reuse old: 256 frees later */
+                EXPECT_NE(p, old);
+            ASSERT_EQ(p[0] | p[kSize / 2] | p[kSize - 1], 0);
+        }
+        for (char *p : round) {
+            memset(p, 'A', kSize);
+            hc_free(p);
+        }
     }
-    for (char *p : fresh) hc_free(p);
 }
 
 // free, realloc and sized free know a guarded block by its start only: an
