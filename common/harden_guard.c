@@ -36,7 +36,11 @@ static size_t capacity, occupied /* live and gone */, live;
 typedef struct {
     uintptr_t base;
     size_t len;
-    int kept; /* its pages kept their memory (and data): zeroed when reused */
+    /* A kept mapping (a freed block of HARDEN_GUARD_KEEP_BYTES or less)
+     * stays readable and writable in [first, end), zeroed at free and
+     * checked to be zero still when it leaves the quarantine; otherwise
+     * first = end = 0: all of it no-access, its memory dropped. */
+    uintptr_t first, end;
 } guard_mapping;
 
 static guard_mapping quarantine[HARDEN_GUARD_QUARANTINE];
@@ -110,12 +114,12 @@ void *harden_guarded_alloc(size_t size) {
         data += align - page;
     size_t len = HARDEN_GUARD_BELOW + data + page;
     char *base = NULL;
-    int kept = 0;
+    guard_mapping spare = {0, 0, 0, 0};
     pthread_mutex_lock(&guard_lock);
     for (unsigned i = 0; i < HARDEN_GUARD_SPARES; i++)
         if (spares[i].len == len) {
-            base = (char *)spares[i].base;
-            kept = spares[i].kept;
+            spare = spares[i];
+            base = (char *)spare.base;
             spares[i].len = 0;
             break;
         }
@@ -129,13 +133,18 @@ void *harden_guarded_alloc(size_t size) {
     uintptr_t user = ((uintptr_t)base + HARDEN_GUARD_BELOW + data - size) & ~(uintptr_t)(align - 1);
     uintptr_t first = user & ~(uintptr_t)(page - 1);
     uintptr_t end = (user + size + page - 1) & ~(uintptr_t)(page - 1); /* the guard after */
-    if (mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) {
+    /* A kept spare of the same shape is ready as it is (zero, checked): no
+     * system call. One of another shape is made no-access first. */
+    int ready = spare.first == first && spare.end == end;
+    if (!ready && spare.end != 0 && mprotect(base, len, PROT_NONE) != 0)
+        spare.end = 0; /* still readable: cleared below all the same */
+    if (!ready && mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) {
         munmap(base, len);
         errno = saved_errno;
         return NULL;
     }
-    if (kept)
-        memset((void *)first, 0, end - first); /* a previous block's data */
+    if (!ready && spare.end != 0)
+        memset((void *)first, 0, end - first); /* pages an older block may have written */
     pthread_mutex_lock(&guard_lock);
     int room = make_room();
     if (room == 0) {
@@ -164,27 +173,41 @@ size_t harden_guarded_size(const void *p) {
     return usable;
 }
 
+/* A kept mapping leaving the quarantine: its bytes must be the zeros free
+ * wrote, or the program wrote into a block it had freed. */
+static void check_still_zero(const guard_mapping *m) {
+    const uint64_t *w = (const uint64_t *)m->first, *end = (const uint64_t *)m->end;
+    for (; w < end; w += 64) { /* a page at a time in chunks the compiler vectorises */
+        uint64_t any = 0;
+        for (unsigned i = 0; i < 64; i++)
+            any |= w[i];
+        if (HC_UNLIKELY(any != 0))
+            hc_fatal_pointer_why("free(): write after free detected in", w,
+                                 "a freed guarded block changed in the quarantine");
+    }
+}
+
 int harden_guarded_free(void *p) {
     pthread_mutex_lock(&guard_lock);
     guard_entry *e = find((uintptr_t)p);
-    guard_mapping gone = {0, 0, 0};
-    uintptr_t first = 0, end = 0;
+    guard_mapping gone = {0, 0, 0, 0};
     if (e != NULL) {
-        first = e->user & ~(uintptr_t)(os_page_size() - 1);
-        end = e->user + e->usable;
-        gone = (guard_mapping){e->base, e->len, end - first <= HARDEN_GUARD_KEEP_BYTES};
+        uintptr_t first = e->user & ~(uintptr_t)(os_page_size() - 1), end = e->user + e->usable;
+        gone = (guard_mapping){e->base, e->len, 0, 0};
+        if (end - first <= HARDEN_GUARD_KEEP_BYTES)
+            gone.first = first, gone.end = end;
         e->user = GUARD_GONE;
         live--;
     }
     pthread_mutex_unlock(&guard_lock);
     if (e == NULL)
         return 0;
-    /* No access from now on. A small block keeps its pages (the next block
-     * of its mapping clears them: cheaper than a fault per page); a bigger
-     * one's memory is dropped, by a fresh no-access mapping in its place,
-     * which keeps the addresses ours. */
-    if (gone.kept)
-        mprotect((void *)first, end - first, PROT_NONE);
+    /* A small block is zeroed and stays mapped (no system call: a read
+     * after free sees zeros, a write is found when it leaves the
+     * quarantine); a bigger one becomes no-access, its memory dropped, by
+     * a fresh no-access mapping in its place, which keeps the addresses ours. */
+    if (gone.end != 0)
+        memset((void *)gone.first, 0, gone.end - gone.first);
     else if (mmap((void *)gone.base, gone.len, PROT_NONE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
         mprotect((void *)gone.base, gone.len, PROT_NONE);
@@ -192,12 +215,15 @@ int harden_guarded_free(void *p) {
     guard_mapping oldest = quarantine[quarantine_next];
     quarantine[quarantine_next] = gone;
     quarantine_next = (quarantine_next + 1) % HARDEN_GUARD_QUARANTINE;
-    if (oldest.len != 0) { /* out of the quarantine: a spare, in the oldest spare's place */
-        guard_mapping spare = spares[spare_next];
-        spares[spare_next] = oldest;
-        spare_next = (spare_next + 1) % HARDEN_GUARD_SPARES;
-        oldest = spare;
-    }
+    pthread_mutex_unlock(&guard_lock);
+    if (oldest.len == 0)
+        return 1;
+    check_still_zero(&oldest);
+    pthread_mutex_lock(&guard_lock); /* out of the quarantine: a spare, in the oldest spare's place */
+    guard_mapping spare = spares[spare_next];
+    spares[spare_next] = oldest;
+    spare_next = (spare_next + 1) % HARDEN_GUARD_SPARES;
+    oldest = spare;
     pthread_mutex_unlock(&guard_lock);
     if (oldest.len != 0)
         munmap((void *)oldest.base, oldest.len);

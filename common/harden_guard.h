@@ -17,16 +17,19 @@
  *
  * Stops: linear overflows and underflows of big blocks (one byte, 32
  * bytes, a memcpy one too long, a megabyte below), reads and writes after
- * free (the freed block is no-access in the quarantine below), reuse of a
+ * free (above HARDEN_GUARD_KEEP_BYTES the freed block is no-access in the
+ * quarantine below; under it, it reads as zeros and a write is caught
+ * when it leaves the quarantine), reuse of a
  * freed block's addresses by the next malloc (use after free that turns
  * into type confusion), and hands out zeroed memory (fresh pages).
  * Cannot stop: an overflow that jumps over the page after the block, an
  * underflow into the slack of a block whose size is not a page multiple,
  * anything done after the block's addresses left the quarantine.
- * Costs: two system calls per block (unprotect at malloc, protect at
- * free; a mapping out of the quarantine is reused for a block of the same
- * length, else four: map and unmap too), and a fault per page touched for
- * blocks over HARDEN_GUARD_KEEP_BYTES (a memset under it); blocks under HARDEN_GUARD_MIN_SIZE,
+ * Costs: up to HARDEN_GUARD_KEEP_BYTES, a memset at free and a zero check
+ * when it leaves the quarantine, no system call once its mapping is a
+ * spare of the same shape; above, two system calls (unprotect at malloc,
+ * remap no-access at free) and a fault per page touched; a fresh mapping
+ * two more (map, and unmap when it leaves the spares); blocks under HARDEN_GUARD_MIN_SIZE,
  * and every fast path, pay nothing (docs/design.md, section 6).
  *
  * Stage 3's malloc.c calls these on its slow paths only; in the default
@@ -54,10 +57,13 @@
  * free), so a program may free this many before an old address recurs. */
 #define HARDEN_GUARD_QUARANTINE 256
 
-/* A freed guarded block this small (its pages) keeps its memory while it
- * is no-access, and is cleared when its mapping is reused: the quarantine
- * and spares then hold at most (HARDEN_GUARD_QUARANTINE +
- * HARDEN_GUARD_SPARES) * 16 KiB = 5 MiB. Bigger ones are dropped at free. */
+/* A freed guarded block this small (its pages) is zeroed and stays mapped
+ * in the quarantine, with no system call: a read after free sees zeros, a
+ * write after free stops the program when the block leaves the quarantine
+ * (it must still be zero). Its mapping is then reused as it is. The
+ * quarantine and spares hold at most (HARDEN_GUARD_QUARANTINE +
+ * HARDEN_GUARD_SPARES) * 16 KiB = 5 MiB so. Bigger blocks are made
+ * no-access at free, their memory dropped. */
 #define HARDEN_GUARD_KEEP_BYTES ((size_t)16 << 10)
 
 /* Mappings out of the quarantine kept for reuse by a block of the same

@@ -402,12 +402,12 @@ TEST(HeapAbuseDeathTest, GuardedBlocksFaultAMegabyteBelow) {
     hc_free(p);
 }
 
-// A freed guarded block is no-access (a read or write after free faults),
-// the next blocks get other addresses, and every block is handed out
-// zeroed: fresh ones, and those whose mapping left the quarantine and was
-// reused with the old data still in its pages (a kept small block).
+// A freed guarded block over HARDEN_GUARD_KEEP_BYTES is no-access (a read
+// or write after free faults), the next blocks get other addresses, and
+// every block is handed out zeroed, fresh or on a reused mapping.
 TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
-    constexpr size_t kSize = 8192;
+    constexpr size_t kSize = 64 << 10;
+    static_assert(kSize > HARDEN_GUARD_KEEP_BYTES, "a block whose memory is dropped at free");
     char *old = static_cast<char *>(hc_malloc(kSize));
     ASSERT_NE(old, nullptr);
     memset(old, 'A', kSize);
@@ -427,6 +427,33 @@ TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
             hc_free(p);
         }
     }
+}
+
+// A kept block (HARDEN_GUARD_KEEP_BYTES or less) reads as zeros after
+// free, and a write after free stops the program when it leaves the
+// quarantine; the next blocks get other addresses, zeroed, though their
+// mappings are reused without a system call.
+void WriteAfterFreeOfAKeptBlock() {
+    char *old = static_cast<char *>(hc_malloc(HARDEN_GUARD_MIN_SIZE));
+    memset(old, 'A', HARDEN_GUARD_MIN_SIZE);
+    hc_free(old);
+    if (old[0] != 0 || old[HARDEN_GUARD_MIN_SIZE - 1] != 0)
+        _exit(1);
+    old[100] = 'B';
+    for (int i = 0; i < HARDEN_GUARD_QUARANTINE; i++) {
+        char *p = static_cast<char *>(hc_malloc(HARDEN_GUARD_MIN_SIZE));
+        if (p == old || p[0] != 0 || p[HARDEN_GUARD_MIN_SIZE - 1] != 0)
+            _exit(2);
+        memset(p, 'A', HARDEN_GUARD_MIN_SIZE);
+        hc_free(p);
+    }
+    _exit(0);
+}
+
+TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
+    EXPECT_EXIT(WriteAfterFreeOfAKeptBlock(), KilledBySignal(SIGABRT),
+                "^hcmalloc: free\\(\\): write after free detected in 0x[0-9a-f]+ \\(a freed guarded block "
+                "changed in the quarantine\\)\n$");
 }
 
 // free, realloc and sized free know a guarded block by its start only: an
