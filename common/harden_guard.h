@@ -62,13 +62,17 @@
  * write after free stops the program when the block leaves the quarantine
  * (it must still be zero). Its mapping is then reused as it is. The
  * quarantine and spares hold at most (HARDEN_GUARD_QUARANTINE +
- * HARDEN_GUARD_SPARES) * 16 KiB = 5 MiB so. Bigger blocks are made
- * no-access at free, their memory dropped. */
-#define HARDEN_GUARD_KEEP_BYTES ((size_t)16 << 10)
+ * HARDEN_GUARD_SPARES) * 64 KiB = 48 MiB so (a program that frees that
+ * many big blocks in a burst). Bigger blocks are made no-access at free,
+ * their memory dropped. A protection change costs a program with threads
+ * a TLB shootdown: xmalloc-test's 32 KiB batches, one per 4,096 objects,
+ * made it four times slower with them. */
+#define HARDEN_GUARD_KEEP_BYTES ((size_t)64 << 10)
 
 /* Mappings out of the quarantine kept for reuse by a block of the same
- * mapping length (harden_guard.c): address space only. */
-#define HARDEN_GUARD_SPARES 64
+ * mapping length (harden_guard.c): a program that frees many blocks, then
+ * allocates many (rptest), finds one for each instead of mapping anew. */
+#define HARDEN_GUARD_SPARES 512
 
 #if HC_HARDENED
 

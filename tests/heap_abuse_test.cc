@@ -406,7 +406,7 @@ TEST(HeapAbuseDeathTest, GuardedBlocksFaultAMegabyteBelow) {
 // or write after free faults), the next blocks get other addresses, and
 // every block is handed out zeroed, fresh or on a reused mapping.
 TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
-    constexpr size_t kSize = 64 << 10;
+    constexpr size_t kSize = 256 << 10;
     static_assert(kSize > HARDEN_GUARD_KEEP_BYTES, "a block whose memory is dropped at free");
     char *old = static_cast<char *>(hc_malloc(kSize));
     ASSERT_NE(old, nullptr);
