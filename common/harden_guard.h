@@ -21,7 +21,7 @@
  * quarantine below; under it, it reads as zeros and a write is caught
  * when it leaves the quarantine), reuse of a
  * freed block's addresses by the next malloc (use after free that turns
- * into type confusion), and hands out zeroed memory (fresh pages).
+ * into type confusion), and hands out zeroed memory.
  * Cannot stop: an overflow that jumps over the page after the block, an
  * underflow into the slack of a block whose size is not a page multiple,
  * anything done after the block's addresses left the quarantine.
@@ -29,8 +29,9 @@
  * when it leaves the quarantine, no system call once its mapping is a
  * spare of the same shape; above, two system calls (unprotect at malloc,
  * remap no-access at free) and a fault per page touched; a fresh mapping
- * two more (map, and unmap when it leaves the spares); blocks under HARDEN_GUARD_MIN_SIZE,
- * and every fast path, pay nothing (docs/design.md, section 6).
+ * two more (map, and unmap when it leaves the spares); and a table look-up
+ * under one mutex per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
+ * fast path, pay nothing (docs/design.md, section 6).
  *
  * Stage 3's malloc.c calls these on its slow paths only; in the default
  * build they are constants and the calls compile to nothing.
@@ -52,9 +53,9 @@
  * landing in whatever the kernel mapped next to it. Address space only. */
 #define HARDEN_GUARD_BELOW ((size_t)1 << 20)
 
-/* Freed guarded blocks kept no-access before their addresses are given
- * back to the OS: address space only (the pages' memory is dropped at
- * free), so a program may free this many before an old address recurs. */
+/* Freed guarded blocks held before their mapping may serve another block
+ * (as a spare, below) or go back to the OS: a program may free this many
+ * guarded blocks before an old address recurs. */
 #define HARDEN_GUARD_QUARANTINE 256
 
 /* A freed guarded block this small (its pages) is zeroed and stays mapped
