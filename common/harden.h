@@ -30,7 +30,10 @@
  *     list's head (harden_link_behind), so the next malloc of the class
  *     returns another block;
  *   - C++ sized delete checks its size against the block's class
- *     (harden_sized_delete).
+ *     (harden_sized_delete);
+ *   - a block of HARDEN_GUARD_MIN_SIZE bytes or more is a guarded block:
+ *     a mapping of its own between no-access pages, no-access once freed
+ *     and kept so for a while (common/harden_guard.h).
  *
  * The default build keeps one of these ideas, cheap enough for every free:
  * free's tag. hc_free (stage 3) writes harden_free_tag(block) into its second
@@ -157,7 +160,8 @@ __attribute__((cold)) void harden_corrupt_link_last(const void *slot);
  * malloc.c defines it). Stops a delete as the wrong type or the wrong form
  * (`delete` of a `new char[4096]` gives 1) before the block reaches a list
  * it does not belong to. A large or zero-size block is freed by address
- * unchecked (a sampled or aligned block may be large for a small size). */
+ * unchecked (a sampled or aligned block may be large for a small size); a
+ * guarded block's size must be a guarded size that fits it. */
 void harden_sized_delete(void *ptr, size_t size);
 
 /* The default build's free tag: the hardened one above does its work. */

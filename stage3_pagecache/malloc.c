@@ -28,6 +28,7 @@
 #include "common/compiler.h"
 #include "common/fatal.h"
 #include "common/harden.h"
+#include "common/harden_guard.h"
 #include "common/hcmalloc.h"
 #include "common/os.h"
 #include "common/pool.h"
@@ -210,6 +211,11 @@ static HC_NOINLINE void *malloc_slow(size_t size) {
             return zero;
         size = 1; /* a unique, freeable pointer: the smallest class */
     }
+    if (harden_guards(size)) { /* hardened: a mapping of its own (common/harden_guard.h) */
+        void *guarded = harden_guarded_alloc(size);
+        if (guarded != NULL)
+            return guarded; /* else (no mapping left) an unguarded block */
+    }
     if (size > HC_MAX_SMALL_SIZE)
         return large_alloc(size, 1);
     unsigned cls = sc_index(size);
@@ -286,7 +292,7 @@ static HC_NOINLINE void free_sized_miss(void *ptr, size_t size) {
 /* What the sized fast path's table does not cover: NULL, size 0, small
  * sizes above HC_TABLE_MAX_SIZE, large blocks. */
 static HC_NOINLINE void free_sized_beyond_table(void *ptr, size_t size) {
-    if (ptr == NULL || harden_is_zero_size(ptr))
+    if (ptr == NULL || harden_is_zero_size(ptr) || harden_guarded_free(ptr))
         return;
     if (size == 0)
         size = 1;
@@ -309,7 +315,7 @@ static HC_NOINLINE void free_sized_beyond_table(void *ptr, size_t size) {
  * invalid pointer (not ours, inside a free span, or, on a small page, not
  * where an object starts). */
 static HC_NOINLINE void free_large_or_invalid(void *ptr) {
-    if (ptr == NULL || harden_is_zero_size(ptr))
+    if (ptr == NULL || harden_is_zero_size(ptr) || harden_guarded_free(ptr))
         return;
     if (pm_class_of(ptr) != 0)
         hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
@@ -428,6 +434,9 @@ HC_EXPORT void hc_free(void *ptr) {
 #if HC_HARDENED
 void harden_sized_delete(void *ptr, size_t size) {
     if (ptr != NULL && !harden_is_zero_size(ptr)) {
+        size_t guarded = harden_guarded_size(ptr); /* new's size was its size */
+        if (guarded != 0 && (!harden_guards(size) || size > guarded))
+            hc_fatal_pointer("delete(): wrong size for the block at", ptr);
         unsigned cls = pm_class_of(ptr);
         if (cls != 0 && (size - 1 >= HC_MAX_SMALL_SIZE || sc_index(size) != cls))
             hc_fatal_pointer("delete(): wrong size for the block at", ptr);
@@ -449,8 +458,9 @@ HC_EXPORT void *hc_calloc(size_t count, size_t size) {
         return NULL;
     /* Spans are reused now, so even large blocks may be dirty; only a block
      * mapped directly for this call is known to be zero already. */
-    if (bytes <= HC_MAX_SMALL_SIZE || !pc_span_of(p)->direct)
-        memset(p, 0, bytes);
+    if ((!harden_guards(bytes) || harden_guarded_size(p) == 0) &&
+        (bytes <= HC_MAX_SMALL_SIZE || !pc_span_of(p)->direct))
+        memset(p, 0, bytes); /* a guarded block's pages are fresh too */
     return p;
 }
 
@@ -473,6 +483,9 @@ static hc_span *block_span(void *ptr, const char *what) {
 HC_EXPORT size_t hc_usable_size(const void *ptr) {
     if (ptr == NULL || harden_is_zero_size(ptr))
         return 0;
+    size_t guarded = harden_guarded_size(ptr);
+    if (guarded != 0)
+        return guarded;
     void *p = (void *)(uintptr_t)ptr;
     size_t usable = block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
     track_resize(p, usable, usable); /* the program may use all of it now */
@@ -517,9 +530,23 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
  * large one is resized in place when it can be (above). Otherwise: a new
  * block, a copy, and the old one freed; if the new block cannot be had, NULL
  * with ENOMEM and the old block untouched. */
+/* realloc of a guarded block of `usable` bytes (common/harden_guard.h). */
+static void *realloc_guarded(void *ptr, size_t usable, size_t size) {
+    void *fresh = size == 0 ? NULL : hc_malloc(size);
+    if (fresh == NULL && size != 0)
+        return NULL;
+    if (fresh != NULL)
+        memcpy(fresh, ptr, usable < size ? usable : size);
+    hc_free(ptr);
+    return fresh;
+}
+
 static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
     if (harden_is_zero_size(ptr)) /* hardened malloc(0): no bytes to copy */
         return size == 0 ? NULL : hc_malloc(size);
+    size_t guarded = harden_guarded_size(ptr);
+    if (guarded != 0) /* hardened: always moves, so a stale pointer faults */
+        return realloc_guarded(ptr, guarded, size);
     hc_span *span = block_span(ptr, "realloc(): invalid pointer");
     if (size == 0) {
         hc_free(ptr);

@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "common/harden.h"
+#include "common/harden_guard.h"
 #include "common/hcmalloc.h"
 }
 
@@ -340,9 +341,147 @@ TEST(HeapAbuseDeathTest, SizedDeleteWithTheWrongSizeAborts) {
     ASSERT_NE(small, nullptr);
     EXPECT_EXIT(harden_sized_delete(small, 16), KilledBySignal(SIGABRT), kWrongSize);
     harden_sized_delete(small, 65); /* 65..80: the 80-byte class */
-    void *large = hc_malloc(1 << 20);
+    void *large = hc_malloc(1 << 20); /* a guarded block: new gave it its size */
     ASSERT_NE(large, nullptr);
-    harden_sized_delete(large, 1); /* a large block: by address, unchecked */
+    EXPECT_EXIT(harden_sized_delete(large, 1), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_delete(large, 1 << 20);
+}
+
+// ---- Guarded blocks (common/harden_guard.h) ------------------------------------------
+
+// Touches p[offset] as the security programs do (a read-modify-write).
+void Touch(volatile char *p, ptrdiff_t offset) {
+    p[offset] ^= 'A';
+    _exit(0);
+}
+
+// A write just past the block, just before it, or a megabyte below it
+// faults: 4 KiB (a page), 256 KiB (the largest class), and a size that is
+// no page multiple (its end still meets the page after it).
+TEST(HeapAbuseDeathTest, GuardedBlocksFaultOnEitherSide) {
+    for (size_t size : {HARDEN_GUARD_MIN_SIZE, (size_t)256 << 10, (size_t)10000}) {
+        char *p = static_cast<char *>(hc_malloc(size));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EXIT(Touch(p, (ptrdiff_t)size), KilledBySignal(SIGSEGV), "") << size;
+        EXPECT_EXIT(Touch(p, -(1 << 20)), KilledBySignal(SIGSEGV), "") << size;
+        if (size % 4096 == 0)
+            EXPECT_EXIT(Touch(p, -1), KilledBySignal(SIGSEGV), "") << size;
+        memset(p, 'A', size); /* every byte it was given is its own */
+        EXPECT_EQ(hc_usable_size(p), size);
+        hc_free(p);
+    }
+}
+
+// Whether every mapping that overlaps [from, to) is no-access.
+bool NoAccessBetween(uintptr_t from, uintptr_t to) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (maps == nullptr) return false;
+    bool none = true;
+    char line[512];
+    while (fgets(line, sizeof line, maps) != nullptr) {
+        unsigned long start, end;
+        char perms[5];
+        if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) == 3 && start < to && end > from)
+            none = none && strcmp(perms, "---p") == 0;
+    }
+    fclose(maps);
+    return none;
+}
+
+// A megabyte below a guarded block is its own no-access gap: a write there
+// faults, and nothing readable or writable is mapped anywhere in it.
+TEST(HeapAbuseDeathTest, GuardedBlocksFaultAMegabyteBelow) {
+    char *p = static_cast<char *>(hc_malloc(256 << 10));
+    ASSERT_NE(p, nullptr);
+    constexpr ptrdiff_t kMegabyte = 1 << 20; /* the security programs' figure */
+    void *below[8];
+    for (void *&b : below) b = hc_malloc(256 << 10); /* the kernel maps them nearby */
+    EXPECT_EXIT(Touch(p, -kMegabyte), KilledBySignal(SIGSEGV), "");
+    EXPECT_TRUE(NoAccessBetween((uintptr_t)p - kMegabyte, (uintptr_t)p & ~(uintptr_t)4095));
+    for (void *b : below) hc_free(b);
+    hc_free(p);
+}
+
+// A freed guarded block over HARDEN_GUARD_KEEP_BYTES is no-access (a read
+// or write after free faults), the next blocks get other addresses, and
+// every block is handed out zeroed, fresh or on a reused mapping.
+TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
+    constexpr size_t kSize = 256 << 10;
+    static_assert(kSize > HARDEN_GUARD_KEEP_BYTES, "a block whose memory is dropped at free");
+    char *old = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(old, nullptr);
+    memset(old, 'A', kSize);
+    hc_free(old);
+    EXPECT_EXIT(Touch(old, 0), KilledBySignal(SIGSEGV), "");
+    static char *blocks[2][HARDEN_GUARD_QUARANTINE];
+    for (auto &round : blocks) {
+        for (char *&p : round) {
+            p = static_cast<char *>(hc_malloc(kSize));
+            ASSERT_NE(p, nullptr);
+            if (&round == &blocks[0]) /* the second round may reuse old: 256 frees later */
+                EXPECT_NE(p, old);
+            ASSERT_EQ(p[0] | p[kSize / 2] | p[kSize - 1], 0);
+        }
+        for (char *p : round) {
+            memset(p, 'A', kSize);
+            hc_free(p);
+        }
+    }
+}
+
+// A kept block (HARDEN_GUARD_KEEP_BYTES or less) reads as zeros after
+// free, and a write after free stops the program when it leaves the
+// quarantine; the next blocks get other addresses, zeroed, though their
+// mappings are reused without a system call.
+void WriteAfterFreeOfAKeptBlock() {
+    char *old = static_cast<char *>(hc_malloc(HARDEN_GUARD_MIN_SIZE));
+    memset(old, 'A', HARDEN_GUARD_MIN_SIZE);
+    hc_free(old);
+    if (old[0] != 0 || old[HARDEN_GUARD_MIN_SIZE - 1] != 0)
+        _exit(1);
+    old[100] = 'B';
+    for (int i = 0; i < HARDEN_GUARD_QUARANTINE; i++) {
+        char *p = static_cast<char *>(hc_malloc(HARDEN_GUARD_MIN_SIZE));
+        if (p == old || p[0] != 0 || p[HARDEN_GUARD_MIN_SIZE - 1] != 0)
+            _exit(2);
+        memset(p, 'A', HARDEN_GUARD_MIN_SIZE);
+        hc_free(p);
+    }
+    _exit(0);
+}
+
+TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
+    EXPECT_EXIT(WriteAfterFreeOfAKeptBlock(), KilledBySignal(SIGABRT),
+                "^hcmalloc: free\\(\\): write after free detected in 0x[0-9a-f]+ \\(a freed guarded block "
+                "changed in the quarantine\\)\n$");
+}
+
+// free, realloc and sized free know a guarded block by its start only: an
+// interior pointer and a second free stop with the message.
+TEST(HeapAbuseDeathTest, GuardedBlockFreesAreExact) {
+    constexpr const char *kInvalid = "^hcmalloc: (free|realloc)\\(\\): invalid pointer 0x[0-9a-f]+\n$";
+    char *p = static_cast<char *>(hc_calloc(1, 5000));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p[0] | p[4999], 0);
+    EXPECT_EXIT(hc_free(p + 16), KilledBySignal(SIGABRT), kInvalid);
+    EXPECT_EXIT(hc_realloc(p + 16, 6000), KilledBySignal(SIGABRT), kInvalid);
+    strcpy(p, "kept");
+    char *q = static_cast<char *>(hc_realloc(p, 20000)); /* moves: p's addresses fault now */
+    ASSERT_NE(q, nullptr);
+    EXPECT_STREQ(q, "kept");
+    EXPECT_EXIT(hc_free(p), KilledBySignal(SIGABRT), kInvalid);
+    hc_free_sized(q, 20000);
+    EXPECT_EXIT(hc_free(q), KilledBySignal(SIGABRT), kInvalid);
+}
+
+// aligned_alloc's class-sized requests stay aligned, though right-aligned.
+TEST(HeapAbuse, GuardedBlocksKeepAlignedAllocsAligned) {
+    for (size_t align : {64, 4096, 8192}) {
+        void *p = hc_aligned_alloc(align, align == 64 ? 4160 : 3 * align); /* guarded sizes */
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ((uintptr_t)p % align, 0u) << align;
+        hc_free(p);
+    }
 }
 #endif
 

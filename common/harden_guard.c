@@ -1,0 +1,236 @@
+/* common/harden_guard.c — the hardened build's guarded blocks (harden_guard.h):
+ * one mapping per block, a table from block start to mapping, and the
+ * quarantine of freed mappings. Empty in the default build. Never calls
+ * malloc: the table is mapped from the OS, reports go through fatal.c.
+ * Locking: one mutex for the table and the quarantine, never held across
+ * a system call; every caller is a slow path. */
+#define _GNU_SOURCE /* MAP_NORESERVE */
+#include "common/harden_guard.h"
+
+#if HC_HARDENED
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/os.h"
+#include "common/size_class.h"
+
+/* One live guarded block. user 0: an empty entry; GUARD_GONE: a removed
+ * one (open addressing keeps probing past it). */
+typedef struct {
+    uintptr_t user; /* the address the program got */
+    uintptr_t base; /* the mapping: [base, base + len) */
+    size_t len;
+    size_t usable; /* from user to the page after the block */
+} guard_entry;
+
+#define GUARD_GONE ((uintptr_t)1)
+#define GUARD_FIRST_CAPACITY 1024 /* entries: 32 KiB, grown by doubling */
+
+static guard_entry *table;
+static size_t capacity, occupied /* live and gone */, live;
+
+typedef struct {
+    uintptr_t base;
+    size_t len;
+    /* A kept mapping (a freed block of HARDEN_GUARD_KEEP_BYTES or less)
+     * stays readable and writable in [first, end), zeroed at free and
+     * checked to be zero still when it leaves the quarantine; otherwise
+     * first = end = 0: all of it no-access, its memory dropped. */
+    uintptr_t first, end;
+} guard_mapping;
+
+static guard_mapping quarantine[HARDEN_GUARD_QUARANTINE];
+static unsigned quarantine_next; /* the oldest entry: the next to leave */
+
+/* Mappings out of the quarantine, still no-access and without memory,
+ * kept for a block that needs one of the same length: then a guarded
+ * malloc and free cost one system call each (unprotect, remap) instead of
+ * four. A ring: the oldest spare is unmapped when another comes. */
+static guard_mapping spares[HARDEN_GUARD_SPARES];
+static unsigned spare_next;
+
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t slot_of(uintptr_t user, size_t cap) {
+    return (size_t)(((user >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (cap - 1);
+}
+
+/* The entry for `user`, or NULL. Under guard_lock. */
+static guard_entry *find(uintptr_t user) {
+    if (table == NULL)
+        return NULL;
+    for (size_t i = slot_of(user, capacity);; i = (i + 1) & (capacity - 1)) {
+        if (table[i].user == user)
+            return &table[i];
+        if (table[i].user == 0)
+            return NULL;
+    }
+}
+
+/* Room for one more entry: a table rebuilt without its gone entries,
+ * twice as big when half of it is live. 0, or -1 when no memory could be
+ * had. Under guard_lock (a rare mmap while holding it: the table's own). */
+static int make_room(void) {
+    if (table != NULL && (occupied + 1) * 2 <= capacity)
+        return 0;
+    size_t cap = table == NULL ? GUARD_FIRST_CAPACITY : capacity;
+    if ((live + 1) * 4 > cap)
+        cap *= 2;
+    guard_entry *fresh = os_map(cap * sizeof *fresh); /* zero: all empty */
+    if (fresh == NULL)
+        return -1;
+    for (size_t i = 0; table != NULL && i < capacity; i++) {
+        if (table[i].user <= GUARD_GONE)
+            continue;
+        size_t j = slot_of(table[i].user, cap);
+        while (fresh[j].user != 0)
+            j = (j + 1) & (cap - 1);
+        fresh[j] = table[i];
+    }
+    if (table != NULL)
+        os_unmap(table, capacity * sizeof *table);
+    table = fresh;
+    capacity = cap;
+    occupied = live;
+    return 0;
+}
+
+void *harden_guarded_alloc(size_t size) {
+    size_t page = os_page_size();
+    if (size > ((size_t)1 << 46)) /* more than the address space could hold */
+        return NULL;
+    int saved_errno = errno; /* the caller falls back to an unguarded block */
+    /* Right-aligned to the largest power of two dividing size (at most
+     * HC_PAGE_SIZE, at least 16); an alignment above a page needs up to
+     * that much more room for the block's end to meet a page. */
+    size_t align = size & -size;
+    align = align > HC_PAGE_SIZE ? HC_PAGE_SIZE : align < 16 ? 16 : align;
+    size_t data = (size + page - 1) & ~(page - 1);
+    if (align > page)
+        data += align - page;
+    size_t len = HARDEN_GUARD_BELOW + data + page;
+    char *base = NULL;
+    guard_mapping spare = {0, 0, 0, 0};
+    pthread_mutex_lock(&guard_lock);
+    for (unsigned i = 0; i < HARDEN_GUARD_SPARES; i++)
+        if (spares[i].len == len) {
+            spare = spares[i];
+            base = (char *)spare.base;
+            spares[i].len = 0;
+            break;
+        }
+    pthread_mutex_unlock(&guard_lock);
+    if (base == NULL)
+        base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        errno = saved_errno;
+        return NULL;
+    }
+    uintptr_t user = ((uintptr_t)base + HARDEN_GUARD_BELOW + data - size) & ~(uintptr_t)(align - 1);
+    uintptr_t first = user & ~(uintptr_t)(page - 1);
+    uintptr_t end = (user + size + page - 1) & ~(uintptr_t)(page - 1); /* the guard after */
+    /* A kept spare of the same shape is ready as it is (zero, checked): no
+     * system call. One of another shape is made no-access first. */
+    int ready = spare.first == first && spare.end == end;
+    if (!ready && spare.end != 0 && mprotect(base, len, PROT_NONE) != 0)
+        spare.end = 0; /* still readable: cleared below all the same */
+    if (!ready && mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) {
+        munmap(base, len);
+        errno = saved_errno;
+        return NULL;
+    }
+    if (!ready && spare.end != 0)
+        memset((void *)first, 0, end - first); /* pages an older block may have written */
+    pthread_mutex_lock(&guard_lock);
+    int room = make_room();
+    if (room == 0) {
+        guard_entry *e = &table[slot_of(user, capacity)];
+        while (e->user > GUARD_GONE)
+            e = &table[((size_t)(e - table) + 1) & (capacity - 1)];
+        if (e->user == 0)
+            occupied++;
+        *e = (guard_entry){.user = user, .base = (uintptr_t)base, .len = len, .usable = end - user};
+        live++;
+    }
+    pthread_mutex_unlock(&guard_lock);
+    if (room != 0) {
+        munmap(base, len);
+        errno = saved_errno;
+        return NULL;
+    }
+    return (void *)user;
+}
+
+size_t harden_guarded_size(const void *p) {
+    pthread_mutex_lock(&guard_lock);
+    guard_entry *e = find((uintptr_t)p);
+    size_t usable = e != NULL ? e->usable : 0;
+    pthread_mutex_unlock(&guard_lock);
+    return usable;
+}
+
+/* A kept mapping leaving the quarantine: its bytes must be the zeros free
+ * wrote, or the program wrote into a block it had freed. */
+static void check_still_zero(const guard_mapping *m) {
+    const uint64_t *w = (const uint64_t *)m->first, *end = (const uint64_t *)m->end;
+    for (; w < end; w += 64) { /* a page at a time in chunks the compiler vectorises */
+        uint64_t any = 0;
+        for (unsigned i = 0; i < 64; i++)
+            any |= w[i];
+        if (HC_UNLIKELY(any != 0))
+            hc_fatal_pointer_why("free(): write after free detected in", w,
+                                 "a freed guarded block changed in the quarantine");
+    }
+}
+
+int harden_guarded_free(void *p) {
+    pthread_mutex_lock(&guard_lock);
+    guard_entry *e = find((uintptr_t)p);
+    guard_mapping gone = {0, 0, 0, 0};
+    if (e != NULL) {
+        uintptr_t first = e->user & ~(uintptr_t)(os_page_size() - 1), end = e->user + e->usable;
+        gone = (guard_mapping){e->base, e->len, 0, 0};
+        if (end - first <= HARDEN_GUARD_KEEP_BYTES)
+            gone.first = first, gone.end = end;
+        e->user = GUARD_GONE;
+        live--;
+    }
+    pthread_mutex_unlock(&guard_lock);
+    if (e == NULL)
+        return 0;
+    /* A small block is zeroed and stays mapped (no system call: a read
+     * after free sees zeros, a write is found when it leaves the
+     * quarantine); a bigger one becomes no-access, its memory dropped, by
+     * a fresh no-access mapping in its place, which keeps the addresses ours. */
+    if (gone.end != 0)
+        memset((void *)gone.first, 0, gone.end - gone.first);
+    else if (mmap((void *)gone.base, gone.len, PROT_NONE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+        mprotect((void *)gone.base, gone.len, PROT_NONE);
+    pthread_mutex_lock(&guard_lock);
+    guard_mapping oldest = quarantine[quarantine_next];
+    quarantine[quarantine_next] = gone;
+    quarantine_next = (quarantine_next + 1) % HARDEN_GUARD_QUARANTINE;
+    pthread_mutex_unlock(&guard_lock);
+    if (oldest.len == 0)
+        return 1;
+    check_still_zero(&oldest);
+    pthread_mutex_lock(&guard_lock); /* out of the quarantine: a spare, in the oldest spare's place */
+    guard_mapping spare = spares[spare_next];
+    spares[spare_next] = oldest;
+    spare_next = (spare_next + 1) % HARDEN_GUARD_SPARES;
+    oldest = spare;
+    pthread_mutex_unlock(&guard_lock);
+    if (oldest.len != 0)
+        munmap((void *)oldest.base, oldest.len);
+    return 1;
+}
+
+#else
+/* Nothing: ISO C wants a translation unit to declare something. */
+typedef int harden_guard_unused_in_default_builds;
+#endif /* HC_HARDENED */

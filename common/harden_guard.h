@@ -1,0 +1,106 @@
+/* common/harden_guard.h — the hardened build's guarded blocks: every block
+ * of HARDEN_GUARD_MIN_SIZE bytes or more gets a mapping of its own, with
+ * pages that fault on both sides, and a freed one is kept unreachable for a
+ * while before its addresses can be handed out again.
+ *
+ * Layout of one guarded block (OS pages of os_page_size() bytes):
+ *
+ *     | no access: 1 MiB+ | block (rounded to pages)   | no access: a page |
+ *                              ^p          p + size ^  ^
+ *
+ * The block ends where the page after it begins (it is right-aligned, to
+ * the largest power of two dividing its size, at most HC_PAGE_SIZE, so
+ * aligned_alloc's class-sized requests stay aligned): a write one byte past
+ * it faults, and a write before it faults once it leaves the block's first
+ * page (at once when the size is a multiple of a page, as 4 KiB and
+ * 256 KiB are).
+ *
+ * Stops: linear overflows and underflows of big blocks (one byte, 32
+ * bytes, a memcpy one too long, a megabyte below), reads and writes after
+ * free (above HARDEN_GUARD_KEEP_BYTES the freed block is no-access in the
+ * quarantine below; under it, it reads as zeros and a write is caught
+ * when it leaves the quarantine), reuse of a
+ * freed block's addresses by the next malloc (use after free that turns
+ * into type confusion), and hands out zeroed memory.
+ * Cannot stop: an overflow that jumps over the page after the block, an
+ * underflow into the slack of a block whose size is not a page multiple,
+ * anything done after the block's addresses left the quarantine.
+ * Costs: up to HARDEN_GUARD_KEEP_BYTES, a memset at free and a zero check
+ * when it leaves the quarantine, no system call once its mapping is a
+ * spare of the same shape; above, two system calls (unprotect at malloc,
+ * remap no-access at free) and a fault per page touched; a fresh mapping
+ * two more (map, and unmap when it leaves the spares); and a table look-up
+ * under one mutex per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
+ * fast path, pay nothing (docs/design.md, section 6).
+ *
+ * Stage 3's malloc.c calls these on its slow paths only; in the default
+ * build they are constants and the calls compile to nothing.
+ * May touch: the mappings it makes, its table and quarantine (harden_guard.c). */
+#ifndef HC_HARDEN_GUARD_H_
+#define HC_HARDEN_GUARD_H_
+
+#include <stddef.h>
+
+#include "common/compiler.h"
+#include "common/harden.h"
+
+/* Blocks this big or bigger are guarded: one OS page, the size from which
+ * a guard page costs at most as much address space as the block. */
+#define HARDEN_GUARD_MIN_SIZE ((size_t)4096)
+
+/* No-access bytes below each block (a page above it): an underflow that
+ * skips far below the block, by up to a megabyte, still faults instead of
+ * landing in whatever the kernel mapped next to it. Address space only. */
+#define HARDEN_GUARD_BELOW ((size_t)1 << 20)
+
+/* Freed guarded blocks held before their mapping may serve another block
+ * (as a spare, below) or go back to the OS: a program may free this many
+ * guarded blocks before an old address recurs. */
+#define HARDEN_GUARD_QUARANTINE 256
+
+/* A freed guarded block this small (its pages) is zeroed and stays mapped
+ * in the quarantine, with no system call: a read after free sees zeros, a
+ * write after free stops the program when the block leaves the quarantine
+ * (it must still be zero). Its mapping is then reused as it is. The
+ * quarantine and spares hold at most (HARDEN_GUARD_QUARANTINE +
+ * HARDEN_GUARD_SPARES) * 64 KiB = 48 MiB so (a program that frees that
+ * many big blocks in a burst). Bigger blocks are made no-access at free,
+ * their memory dropped. A protection change costs a program with threads
+ * a TLB shootdown: xmalloc-test's 32 KiB batches, one per 4,096 objects,
+ * made it four times slower with them. */
+#define HARDEN_GUARD_KEEP_BYTES ((size_t)64 << 10)
+
+/* Mappings out of the quarantine kept for reuse by a block of the same
+ * mapping length (harden_guard.c): a program that frees many blocks, then
+ * allocates many (rptest), finds one for each instead of mapping anew. */
+#define HARDEN_GUARD_SPARES 512
+
+#if HC_HARDENED
+
+/* Whether a request of `size` bytes becomes a guarded block. */
+HC_INLINE int harden_guards(size_t size) { return size >= HARDEN_GUARD_MIN_SIZE; }
+
+/* A guarded block of `size` bytes (>= 1); NULL, errno unchanged, when no
+ * mapping could be had (the kernel's limit on mappings, vm.max_map_count,
+ * is about 21,000 guarded blocks): the caller then hands out an unguarded
+ * block, so a program with many big blocks runs on, less protected. */
+void *harden_guarded_alloc(size_t size);
+
+/* Bytes usable at `p` if it is a guarded block's start, else 0: a pointer
+ * anywhere else (inside one, or a freed one) is not a guarded block. */
+size_t harden_guarded_size(const void *p);
+
+/* Frees `p` and returns 1 if it is a live guarded block's start, else 0
+ * (the caller goes on: another kind of block, or an invalid pointer). */
+int harden_guarded_free(void *p);
+
+#else /* !HC_HARDENED: no guarded blocks */
+
+HC_INLINE int harden_guards(size_t size) { (void)size; return 0; }
+HC_INLINE void *harden_guarded_alloc(size_t size) { (void)size; return NULL; }
+HC_INLINE size_t harden_guarded_size(const void *p) { (void)p; return 0; }
+HC_INLINE int harden_guarded_free(void *p) { (void)p; return 0; }
+
+#endif /* HC_HARDENED */
+
+#endif /* HC_HARDEN_GUARD_H_ */
