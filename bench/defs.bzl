@@ -2,7 +2,7 @@
 bench.py reads to find them.
 
 `bazel run //bench` takes no flags, yet the measured code must be the
-release build (-O2, asserts off: the `opt` config of .bazelrc). A Starlark
+opt build (-O2, asserts off: the `opt` config of .bazelrc). A Starlark
 transition applies that to each driver and everything it links (the stage,
 common/), whatever the command line says.
 """

@@ -29,7 +29,7 @@ uint64_t now_ns(void) {
 }
 
 static pthread_barrier_t start_line;
-static uint64_t deadline_ns; /* written before the workers are released */
+static uint64_t deadline_ns; /* written before the workers are let go */
 static atomic_int cut_short;
 
 void harness_wait_for_start(void) { pthread_barrier_wait(&start_line); }

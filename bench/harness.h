@@ -2,7 +2,7 @@
  * and deadline, and the seeded random numbers every workload draws from.
  *
  * Times are wall-clock (CLOCK_MONOTONIC) from the moment every worker is
- * released until the last one has finished: CPU time (clock()) adds the
+ * let go until the last one has finished: CPU time (clock()) adds the
  * threads' times together and would make parallel runs look slower.
  *
  * A run does its fixed amount of work or stops at its deadline, whichever
@@ -73,8 +73,8 @@ uint64_t harness_start_clock(uint64_t max_ns);
 /* Whether any worker stopped at the deadline. */
 int harness_was_cut(void);
 
-/* Starts the workers (fns[i] on workers[i]), releases them together, and
- * returns the wall time from the release until the last one is joined.
+/* Starts the workers (fns[i] on workers[i]), lets them go together, and
+ * returns the wall time from that moment until the last one is joined.
  * Thread creation is outside the timed part. */
 uint64_t run_workers(worker *workers, int n, void *(**fns)(void *), uint64_t max_ns);
 

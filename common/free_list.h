@@ -100,16 +100,16 @@ HC_INLINE void fl_set_limit(hc_free_list *list, uint32_t limit) {
 
 /* `t` is the slot's key (harden_slot_key; 0 and unused by default). */
 HC_INLINE void *fl_next_t(void *obj, uintptr_t t) {
-    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
     void *next = harden_decode(obj, *(uintptr_t *)obj, t);
-    track_internal_end(obj, HARDEN_LINK_BYTES);
+    track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
     return next;
 }
 
 HC_INLINE void fl_set_next_t(void *obj, void *next, uintptr_t t) {
-    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
     harden_store(obj, next, t);
-    track_internal_end(obj, HARDEN_LINK_BYTES);
+    track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
 }
 
 HC_INLINE void *fl_next(void *obj) { return fl_next_t(obj, harden_slot_key(obj)); }
@@ -120,9 +120,9 @@ HC_INLINE int fl_empty(const hc_free_list *list) { return list->head == NULL; }
 
 HC_INLINE void fl_push(hc_free_list *list, void *obj) {
     uintptr_t t = harden_slot_key(obj);
-    track_internal_begin(obj, HARDEN_LINK_BYTES);
+    track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
     harden_check_not_free(obj, t); /* hardened: a double free stops here */
-    track_internal_end(obj, HARDEN_LINK_BYTES);
+    track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
     fl_set_next_t(obj, list->head, t);
     list->head = obj;
     fl_room_down(list);
@@ -131,17 +131,17 @@ HC_INLINE void fl_push(hc_free_list *list, void *obj) {
 /* hc_free's step (common/harden.h): 0 if `obj` carries free's tag, which
  * means it is free already; else tags it, and returns 1. */
 HC_INLINE int fl_tag_free(void *obj) {
-    track_internal_begin(obj, HARDEN_LINK_BYTES);
-    int tagged_now = harden_tag_free(obj);
-    track_internal_end(obj, HARDEN_LINK_BYTES);
+    track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
+    int tagged_now = free_tag_try_set(obj);
+    track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
     return tagged_now;
 }
 
 /* `obj` is the program's now: its free tag is cleared. */
 HC_INLINE void fl_clear_tag(void *obj) {
-    track_internal_begin(obj, HARDEN_LINK_BYTES);
-    harden_clear_tag(obj);
-    track_internal_end(obj, HARDEN_LINK_BYTES);
+    track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
+    free_tag_clear(obj);
+    track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
 }
 
 /* Free's tag is cleared where a block is handed out, by whatever sets it.

@@ -26,9 +26,9 @@ TEST(FreeList, PopLeavesTheSecondWordToTheLayerThatTagsIt) {
     uintptr_t obj[2] = {0, 0};
     hc_free_list list = {};
     fl_push(&list, obj);
-    obj[1] = harden_free_tag(obj);  // as stage 3's hc_free leaves it
+    obj[1] = free_tag_value(obj);  // as stage 3's hc_free leaves it
     EXPECT_EQ(fl_pop(&list), (void *)obj);
-    EXPECT_EQ(obj[1], harden_free_tag(obj)) << "fl_pop stored into the block's second word";
+    EXPECT_EQ(obj[1], free_tag_value(obj)) << "fl_pop stored into the block's second word";
     fl_clear_tag(obj);
     EXPECT_EQ(obj[1], 0u);
 }

@@ -36,8 +36,8 @@
  *     and kept so for a while (common/harden_guard.h).
  *
  * The default build keeps one of these ideas, cheap enough for every free:
- * free's tag. hc_free (stage 3) writes harden_free_tag(block) into its second
- * word, and every hand-out clears that word (harden_clear_tag), so a block
+ * free's tag. hc_free (stage 3) writes free_tag_value(block) into its second
+ * word, and every hand-out clears that word (free_tag_clear), so a block
  * that reaches hc_free with the tag still set is free already: a double
  * free, caught at the call whatever was freed in between (a;b;a) and
  * whichever thread freed it first. Four instructions on free, one on
@@ -46,7 +46,7 @@
  *
  * Every layer calls the functions below and nothing else; in the default
  * build all but the tag compile to the plain link and nothing, so the
- * sized fast path is unchanged (tools/count_fastpath.sh). Cost in each
+ * sized fast path is unchanged (tools/measure/count_fastpath.sh). Cost in each
  * build: see docs/design.md, section 6.
  * May touch: the first two words of free objects; the key (harden.c). */
 #ifndef HC_HARDEN_H_
@@ -67,12 +67,12 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
                                                           const char *why);
 
 /* Bytes of a free object the allocator writes: the link and the tag. */
-#define HARDEN_LINK_BYTES (2 * sizeof(void *))
+#define FREE_LINK_AND_TAG_BYTES (2 * sizeof(void *))
 
 /* The program gets `slot`: it is no longer free (both builds' tag lives in
  * the second word). Every hand-out calls it: fl_pop in the hardened build,
  * stage 3's malloc.c in the default one (free_list.h, FL_POP_CLEARS_TAG). */
-HC_INLINE void harden_clear_tag(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
 
 #if HC_HARDENED
 
@@ -165,7 +165,7 @@ __attribute__((cold)) void harden_corrupt_link_last(const void *slot);
 void harden_sized_delete(void *ptr, size_t size);
 
 /* The default build's free tag: the hardened one above does its work. */
-HC_INLINE int harden_tag_free(void *slot) { (void)slot; return 1; }
+HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
 
 /* A pointer a list yielded on a slow path: `found` is the class of its page
  * (the page map), `want` the list's. Not evaluated in the default build. */
@@ -203,18 +203,18 @@ HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) { (void)slot; (voi
  * loading a constant would be. Not a secret: a guard against mistakes, not
  * against an attacker who writes it on purpose (the hardened build's tag
  * is key ^ slot). */
-#define HARDEN_FREE_TAG_OFFSET 0x3b9aca07u
+#define FREE_TAG_OFFSET 0x3b9aca07u
 
-HC_INLINE uintptr_t harden_free_tag(const void *slot) {
-    return (uintptr_t)slot - HARDEN_FREE_TAG_OFFSET;
+HC_INLINE uintptr_t free_tag_value(const void *slot) {
+    return (uintptr_t)slot - FREE_TAG_OFFSET;
 }
 
 /* hc_free's step: 0 if `slot` carries the tag (it is free already), else
  * tags it and returns 1. The caller has checked that slot is the start of
  * an object of a small class, so its second word is the allocator's to
  * read: the program's data while the block is live, the tag once free. */
-HC_INLINE int harden_tag_free(void *slot) {
-    uintptr_t *word = (uintptr_t *)slot, tag = harden_free_tag(slot);
+HC_INLINE int free_tag_try_set(void *slot) {
+    uintptr_t *word = (uintptr_t *)slot, tag = free_tag_value(slot);
     if (HC_UNLIKELY(word[1] == tag))
         return 0;
     word[1] = tag;

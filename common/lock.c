@@ -90,7 +90,7 @@ void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where) {
 
 int hc_lock_try_at(hc_lock *lock, const char *what, const char *where) {
     if (HC_UNLIKELY(hc_lock_fork_owner))
-        return 1; /* already this thread's, for fork: hc_lock_release skips it too */
+        return 1; /* already this thread's, for fork: hc_lock_unlock skips it too */
     if (pthread_mutex_trylock(&lock->mutex) != 0)
         return 0;
     __atomic_store_n(&lock->held_what, what, __ATOMIC_RELAXED);
@@ -99,7 +99,7 @@ int hc_lock_try_at(hc_lock *lock, const char *what, const char *where) {
     return 1;
 }
 
-void hc_lock_release_at(hc_lock *lock, const char *what, const char *where) {
+void hc_lock_unlock_at(hc_lock *lock, const char *what, const char *where) {
     if (HC_UNLIKELY(hc_lock_fork_owner))
         return;
     long long since = __atomic_load_n(&lock->held_since_ns, __ATOMIC_RELAXED);

@@ -22,8 +22,8 @@
  *
  * hc_lock_try(lock) takes the lock only if it is free: 1 when it did (the
  * watchdog then records this holder as hc_lock_acquire would, and
- * hc_lock_release gives it back), 0 when another thread holds it (nothing
- * to release). For a caller that has something better to do than wait. */
+ * hc_lock_unlock gives it back), 0 when another thread holds it (nothing
+ * to unlock). For a caller that has something better to do than wait. */
 #ifndef HC_LOCK_H_
 #define HC_LOCK_H_
 
@@ -40,7 +40,7 @@
 #endif
 
 /* Set by stage 4's fork prepare handler once this thread holds every
- * allocator lock, and cleared before it releases them. In between, the
+ * allocator lock, and cleared before it unlocks them. In between, the
  * allocator is this thread's alone, so a lock operation it makes (from a
  * prepare handler registered before hcmalloc's, which runs after hcmalloc's
  * and may allocate) has nothing to wait for: it is skipped, instead of
@@ -55,7 +55,7 @@ extern HC_THREAD_LOCAL int hc_lock_fork_owner;
 /* Long enough that no honest wait on a loaded 2-core machine under Valgrind
  * reaches it, short enough to beat Bazel's 60 s test timeout. The
  * environment's HC_LOCK_WATCHDOG_SECONDS (1 to 3600), read once, overrides
- * it: tools/grade.py sets 3 for the plain tests it runs one by one, so a
+ * it: tools/labs/grade.py sets 3 for the plain tests it runs one by one, so a
  * deadlocked hand-in costs a class 3 s a test, not 10. */
 #define HC_LOCK_WATCHDOG_SECONDS 10
 
@@ -72,11 +72,11 @@ typedef struct hc_lock {
 #define HC_LOCK_INITIALIZER { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 }
 
 #define hc_lock_acquire(lock) hc_lock_acquire_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
-#define hc_lock_release(lock) hc_lock_release_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
+#define hc_lock_unlock(lock) hc_lock_unlock_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
 #define hc_lock_try(lock) hc_lock_try_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
 
 void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where);
-void hc_lock_release_at(hc_lock *lock, const char *what, const char *where);
+void hc_lock_unlock_at(hc_lock *lock, const char *what, const char *where);
 int hc_lock_try_at(hc_lock *lock, const char *what, const char *where);
 
 HC_INLINE void hc_lock_init(hc_lock *lock) {
@@ -98,7 +98,7 @@ HC_INLINE void hc_lock_acquire(hc_lock *lock) {
     if (HC_UNLIKELY(hc_lock_fork_owner)) return; /* held for fork, by this thread */
     pthread_mutex_lock(&lock->mutex);
 }
-HC_INLINE void hc_lock_release(hc_lock *lock) {
+HC_INLINE void hc_lock_unlock(hc_lock *lock) {
     if (HC_UNLIKELY(hc_lock_fork_owner)) return;
     pthread_mutex_unlock(&lock->mutex);
 }

@@ -33,7 +33,7 @@ TEST(LockWatchdog, AnOrdinaryLockAndUnlockSaysNothing) {
     hc_lock_init(&lock);
     for (int i = 0; i < 1000; i++) {
         hc_lock_acquire(&lock);
-        hc_lock_release(&lock);
+        hc_lock_unlock(&lock);
     }
 }
 
@@ -44,12 +44,12 @@ TEST(LockWatchdog, ATryTakesAFreeLockAndRefusesAHeldOne) {
     int taken_elsewhere = -1;
     std::thread([&] { taken_elsewhere = hc_lock_try(&lock); }).join();
     EXPECT_EQ(taken_elsewhere, 0) << "a lock another thread holds is refused, not waited for";
-    hc_lock_release(&lock);
+    hc_lock_unlock(&lock);
     std::thread([&] {
         taken_elsewhere = hc_lock_try(&lock);
-        if (taken_elsewhere) hc_lock_release(&lock);
+        if (taken_elsewhere) hc_lock_unlock(&lock);
     }).join();
-    EXPECT_EQ(taken_elsewhere, 1) << "released by hc_lock_release, it is free again";
+    EXPECT_EQ(taken_elsewhere, 1) << "unlocked by hc_lock_unlock, it is free again";
 }
 
 TEST(LockWatchdog, ALockTakenByATryNamesThatPlaceWhenSomeoneWaitsForIt) {

@@ -18,7 +18,7 @@ void *pool_alloc(hc_pool *pool) {
     if (pool->free_records != NULL) {
         record = pool->free_records;
         pool->free_records = *(void **)record;
-        hc_lock_release(&pool->lock);
+        hc_lock_unlock(&pool->lock);
         memset(record, 0, pool->record_size);
         return record;
     }
@@ -27,7 +27,7 @@ void *pool_alloc(hc_pool *pool) {
         while (chunk < pool->record_size) chunk *= 2;
         char *fresh = os_map(chunk); /* the tail of the old chunk is dropped: < one record */
         if (fresh == NULL) {
-            hc_lock_release(&pool->lock);
+            hc_lock_unlock(&pool->lock);
             return NULL;
         }
         atomic_fetch_add(&pool_mapped, chunk);
@@ -36,7 +36,7 @@ void *pool_alloc(hc_pool *pool) {
     }
     record = pool->cursor; /* fresh from mmap: already zero */
     pool->cursor += pool->record_size;
-    hc_lock_release(&pool->lock);
+    hc_lock_unlock(&pool->lock);
     return record;
 }
 
@@ -44,7 +44,7 @@ void pool_free(hc_pool *pool, void *record) {
     hc_lock_acquire(&pool->lock);
     *(void **)record = pool->free_records;
     pool->free_records = record;
-    hc_lock_release(&pool->lock);
+    hc_lock_unlock(&pool->lock);
 }
 
 size_t pool_mapped_bytes(void) { return atomic_load(&pool_mapped); }

@@ -88,7 +88,7 @@ int hc_trace_write(int fd);
  * it: a try, let go at once, before the ordinary acquisition, so that the
  * lock's own bookkeeping (the watchdog, the fork owner) stays as it is. The
  * try costs the traced build an extra atomic; the counts are what it is for
- * (tools/scaling_counts.sh), not its time. */
+ * (tools/measure/scaling_counts.sh), not its time. */
 HC_INLINE void hc_trace_lock_count(hc_lock *lock, unsigned cls) {
     if (hc_lock_fork_owner)
         return; /* every lock is this thread's already (fork) */

@@ -31,7 +31,7 @@
  *                        tests/flavours.bzl). They cost a few instructions even
  *                        outside valgrind, so the plain build leaves them out.
  *   AddressSanitizer     (-fsanitize=address: --config=asan, the asan test
- *                        flavour, tools/fuzz.sh) poisons free memory.
+ *                        flavour, tools/measure/fuzz.sh) poisons free memory.
  *   otherwise            nothing. */
 #ifndef HC_TRACK_H_
 #define HC_TRACK_H_

@@ -57,7 +57,7 @@ tc_cache *tc_get_or_create(void) {
     hc_lock_acquire(&tc_registry_lock);
     tc->next_cache = tc_registry;
     tc_registry = tc;
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     tc_current = tc;
     return tc;
     /* LAB END: create_cache */
@@ -125,7 +125,7 @@ void tc_collect_stats(hc_stats *out) {
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
             cached += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
     }
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     out->thread_cache_bytes += cached;
     out->bytes_in_use += carved - cached;
 }

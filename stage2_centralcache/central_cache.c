@@ -99,7 +99,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     uint32_t got = fl_pop_range(&bucket->objects, want, first, last);
     if (got == 0)
         got = cc_cut_fresh(bucket, cls, want, first, last);
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     if (got > 0)
         return got;
 
@@ -110,7 +110,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     hc_lock_acquire(&bucket->lock);
     int installed = cc_install_span(bucket, cls, span);
     got = cc_cut_fresh(bucket, cls, want, first, last);
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     if (!installed) /* another thread's span is there: ours was never seen */
         os_unmap(span, sc_span_pages(cls) << HC_PAGE_SHIFT);
     return got;
@@ -122,7 +122,7 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     cc_bucket *bucket = cc_bucket_of(cls);
     hc_lock_acquire(&bucket->lock);
     fl_push_range(&bucket->objects, first, last, n);
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     /* LAB END: central_return */
 }
 
@@ -136,7 +136,7 @@ void cc_collect_stats(hc_stats *out) {
         /* The tail of a span too small for one more object counts as in
          * use: it is memory the class holds and nobody else can. */
         spans += bucket->span_bytes;
-        hc_lock_release(&bucket->lock);
+        hc_lock_unlock(&bucket->lock);
     }
     out->central_cache_bytes += central;
     out->bytes_in_use += spans - central;

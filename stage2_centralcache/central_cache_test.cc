@@ -165,7 +165,7 @@ TEST(CentralCache, BucketsDoNotShareCacheLines) {
 }
 
 // The span race, met every time: while this thread's cc_fetch maps a span
-// (the bucket lock released), another thread fetches the same class,
+// (the bucket lock unlocked), another thread fetches the same class,
 // maps its own and installs it first. The loser must cut its batch from
 // the winner's span and unmap its own: that race is not running out of
 // memory.

@@ -75,7 +75,7 @@ tc_cache *tc_get_or_create(void) {
         tc_policy(tc_registry)->prev_cache = tc;
     tc_registry = tc;
     tc_live_caches++;
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     tc_current = tc;
     tc_layer_cache_created(tc); /* after publishing: the hook may malloc */
     return tc;
@@ -136,7 +136,7 @@ static void tc_grow_limit(tc_cache *tc, unsigned cls) {
 }
 
 /* Gives up to `n` objects of lists[cls] back to the central cache. */
-static void tc_release(tc_cache *tc, unsigned cls, uint32_t n) {
+static void tc_give_back(tc_cache *tc, unsigned cls, uint32_t n) {
     void *first, *last;
     uint32_t taken = fl_pop_range(&tc->lists[cls], n, &first, &last);
     if (taken > 0)
@@ -159,7 +159,7 @@ static void tc_scavenge(tc_cache *tc) {
             uint32_t length = fl_length(list), batch = sc_batch(cls);
             if (length == 0)
                 continue;
-            tc_release(tc, cls, (length + 1) / 2);
+            tc_give_back(tc, cls, (length + 1) / 2);
             if (list->max_length > batch)
                 tc_lower_limit(tc, cls, tc_one_batch_lower(list->max_length, batch));
         }
@@ -242,7 +242,7 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
     }
     uint32_t length = fl_length(list);
     uint32_t excess = length > limit ? length - limit : 0;
-    tc_release(tc, cls, excess > batch ? excess : batch);
+    tc_give_back(tc, cls, excess > batch ? excess : batch);
     tc_lower_limit(tc, cls, limit); /* after the objects went: nothing is ever above a limit */
     tc_note_slow_path(tc);
     /* LAB END: overflow_to_central */
@@ -258,7 +258,7 @@ void tc_flush(tc_cache *tc) {
     for (unsigned word = 0; word < 2; word++)
         for (uint64_t bits = p->used_classes[word]; bits != 0; bits &= bits - 1) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
-            tc_release(tc, cls, fl_length(&tc->lists[cls]));
+            tc_give_back(tc, cls, fl_length(&tc->lists[cls]));
             tc_lower_limit(tc, cls, 0);
         }
 }
@@ -281,7 +281,7 @@ void tc_collect_stats(hc_stats *out) {
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
             cached += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
     }
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     cc_collect_stats(out);
     out->thread_cache_bytes += cached;
     out->bytes_in_use = out->bytes_in_use > cached ? out->bytes_in_use - cached : 0;

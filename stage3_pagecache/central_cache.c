@@ -328,7 +328,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
     uint32_t got = cc_transfer_pop(bucket, want, first, last);
     if (got > 0) {
-        hc_lock_release(&bucket->lock);
+        hc_lock_unlock(&bucket->lock);
         fl_set_next(*last, NULL); /* ours now: no other thread reads it */
         cc_check_chain(cls, *first, got);
         return got;
@@ -336,7 +336,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     cc_piece pieces[CC_TAKE_MAX_PIECES];
     uint32_t n_pieces;
     got = cc_take(bucket, cls, want, pieces, &n_pieces);
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     if (got > 0) {
         cc_link_pieces(pieces, n_pieces, first, last);
         return got;
@@ -355,7 +355,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     bucket->free_objects += span->free_count;
     bucket->span_bytes += span_bytes(span);
     got = cc_take(bucket, cls, want, pieces, &n_pieces);
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     cc_link_pieces(pieces, n_pieces, first, last);
     return got;
 }
@@ -366,7 +366,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
  * object got onto a thread's list unchecked: a wrong size or a foreign
  * pointer given to hc_free_sized (whose fast path does not look at the page
  * map), or a list corrupted by a double free or a write after free (its link
- * word is garbage, often 0). A release build finds it only here, when its
+ * word is garbage, often 0). A default build finds it only here, when its
  * batch comes back, and only if it has not been handed out first as an
  * object of the wrong class: a too-large class then overflows into the next
  * object (docs/design.md, section 6). A debug build (HC_DEBUG) catches both
@@ -380,19 +380,19 @@ static hc_span *cc_span_of_object(unsigned cls, void *obj) {
 }
 
 /* Takes `span` (off every list) out of the bucket's counts and onto
- * `released`, to go back to the page cache once the lock is dropped; the
+ * `given_back`, to go back to the page cache once the lock is dropped; the
  * bucket lock is held. */
-static void cc_detach_span(cc_bucket *bucket, hc_span *span, hc_span *released) {
+static void cc_detach_span(cc_bucket *bucket, hc_span *span, hc_span *given_back) {
     span->in_bucket_list = 0;
     bucket->free_objects -= span->free_count;
     bucket->span_bytes -= span_bytes(span);
-    span_list_push(released, span);
+    span_list_push(given_back, span);
 }
 
-/* Gives every span on `released` back to the page cache; no lock held. */
-static void cc_give_back_spans(hc_span *released) {
-    while (!span_list_empty(released)) {
-        hc_span *span = released->next;
+/* Gives every span on `given_back` back to the page cache; no lock held. */
+static void cc_give_back_spans(hc_span *given_back) {
+    while (!span_list_empty(given_back)) {
+        hc_span *span = given_back->next;
         span_list_remove(span);
         cc_give_back_span(span);
     }
@@ -462,7 +462,7 @@ static uint32_t cc_group_runs(unsigned cls, void **cursor, uint32_t chunk, int m
  * that its span says cannot be (`why`), the bucket lock held. */
 __attribute__((noreturn, cold)) static void cc_bad_return(cc_bucket *bucket, const char *what, void *obj,
                                                          const char *why) {
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     hc_fatal_pointer_why(what, obj, why);
 }
 
@@ -472,8 +472,8 @@ __attribute__((noreturn, cold)) static void cc_bad_return(cc_bucket *bucket, con
 static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t keep_empty) {
     /* LAB BEGIN: span_refcount_drop */
     cc_bucket *bucket = cc_bucket_of(cls);
-    hc_span released; /* spans whose count dropped to zero, for the page cache */
-    span_list_init(&released);
+    hc_span given_back; /* spans whose count dropped to zero, for the page cache */
+    span_list_init(&given_back);
     cc_run runs[CC_RETURN_CHUNK];
     void *obj = first;
     while (n > 0) {
@@ -516,11 +516,11 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
                 span_list_push(bucket->spans.prev, span); /* after the last */
                 continue;
             }
-            cc_detach_span(bucket, span, &released);
+            cc_detach_span(bucket, span, &given_back);
         }
-        hc_lock_release(&bucket->lock);
+        hc_lock_unlock(&bucket->lock);
     }
-    cc_give_back_spans(&released);
+    cc_give_back_spans(&given_back);
     /* LAB END: span_refcount_drop */
 }
 
@@ -537,7 +537,7 @@ static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t
         cc_set_batch_count(bucket, bucket->batch_count + 1);
         bucket->transfer_objects += n;
     }
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
     return pushed;
 }
 
@@ -569,7 +569,7 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
 /* Empties class `cls`'s transfer cache and gives its spare empty spans back
  * to the page cache; the bucket lock is held, and dropped here before any
  * object goes back to its span. */
-static void cc_release_bucket(unsigned cls, cc_bucket *bucket) {
+static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
     cc_batch batches[CC_TRANSFER_MAX_BATCHES];
     uint32_t count = bucket->batch_count;
     for (uint32_t i = 0; i < count; i++)
@@ -577,27 +577,27 @@ static void cc_release_bucket(unsigned cls, cc_bucket *bucket) {
     cc_set_batch_count(bucket, 0);
     bucket->transfer_objects = 0;
     /* The spare empty spans: off the list, to go back below. */
-    hc_span released;
-    span_list_init(&released);
+    hc_span given_back;
+    span_list_init(&given_back);
     for (hc_span *span = bucket->spans.next, *next; span != &bucket->spans; span = next) {
         next = span->next;
         if (span->objects_in_use != 0)
             continue;
         span_list_remove(span);
         bucket->empty_spans--;
-        cc_detach_span(bucket, span, &released);
+        cc_detach_span(bucket, span, &given_back);
     }
-    hc_lock_release(&bucket->lock);
-    cc_give_back_spans(&released);
+    hc_lock_unlock(&bucket->lock);
+    cc_give_back_spans(&given_back);
     for (uint32_t i = 0; i < count; i++)
         cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
 }
 
-void cc_release_cached(void) {
+void cc_give_back_cached(void) {
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
         cc_bucket *bucket = cc_bucket_of(cls);
         HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-        cc_release_bucket(cls, bucket);
+        cc_give_back_bucket(cls, bucket);
     }
 }
 
@@ -614,9 +614,9 @@ static void cc_sweep_idle(void) {
         int idle = !bucket->fetched && (bucket->batch_count > 0 || bucket->empty_spans > 0);
         bucket->fetched = 0;
         if (idle)
-            cc_release_bucket(cls, bucket);
+            cc_give_back_bucket(cls, bucket);
         else
-            hc_lock_release(&bucket->lock);
+            hc_lock_unlock(&bucket->lock);
     }
 }
 
@@ -631,7 +631,7 @@ void cc_get_bucket_census(unsigned cls, cc_bucket_census *out) {
         out->spans++;
     out->empty_spans = bucket->empty_spans;
     out->span_bytes = bucket->span_bytes;
-    hc_lock_release(&bucket->lock);
+    hc_lock_unlock(&bucket->lock);
 }
 
 void cc_collect_stats(hc_stats *out) {
@@ -645,7 +645,7 @@ void cc_collect_stats(hc_stats *out) {
         /* The tail of a span too small for one more object counts as in
          * use: it is memory the class holds and nobody else can. */
         spans += bucket->span_bytes;
-        hc_lock_release(&bucket->lock);
+        hc_lock_unlock(&bucket->lock);
     }
     out->central_cache_bytes += central;
     out->bytes_in_use += spans - central;

@@ -72,7 +72,7 @@ std::vector<void *> FetchChain(unsigned cls, uint32_t want) {
 // Each test uses a class no other test here touches: a fresh bucket.
 TEST(SpanRefcount, CountsObjectsOutAndGivesTheSpanBackAtZero) {
     const unsigned cls = sc_index(3000);
-    cc_release_cached();  // no other class holds a spare span: page counts below are exact
+    cc_give_back_cached();  // no other class holds a spare span: page counts below are exact
     std::vector<void *> first = Fetch(cls, 1);
     ASSERT_EQ(first.size(), 1u);
     hc_span *span = pc_span_of(first[0]);
@@ -105,8 +105,8 @@ TEST(SpanRefcount, CountsObjectsOutAndGivesTheSpanBackAtZero) {
     EXPECT_EQ(span->objects_in_use, 0u);
     EXPECT_EQ(Bucket(cls).empty_spans, 1u);
     EXPECT_EQ(Census().small_pages, before.small_pages);
-    cc_release_cached();
-    EXPECT_EQ(pc_span_of(first[0]), nullptr) << "released: the span went back to the page cache";
+    cc_give_back_cached();
+    EXPECT_EQ(pc_span_of(first[0]), nullptr) << "given back: the span went back to the page cache";
     EXPECT_EQ(pm_class_of(first[0]), 0u) << "and its pages no longer say class " << cls;
     EXPECT_EQ(Bucket(cls).empty_spans, 0u);
     hc_span *now = pm_lookup(page);
@@ -145,14 +145,14 @@ TEST(SpanRefcount, ASpanWithAnObjectOutIsNeverReused) {
         ASSERT_EQ(static_cast<unsigned char *>(held)[i], 0x5a) << "the held object was overwritten";
     for (hc_span *s : taken) pc_free_span(s);
     Return(cls, held);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_EQ(pc_span_of(held), nullptr);
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
 TEST(SpanRefcount, CentralBytesCountFreeObjectsOnPartlyUsedSpans) {
     const unsigned cls = sc_index(700);
-    cc_release_cached();
+    cc_give_back_cached();
     hc_stats before;
     hc_get_stats(&before);
     std::vector<void *> objs = Fetch(cls, 10);
@@ -167,7 +167,7 @@ TEST(SpanRefcount, CentralBytesCountFreeObjectsOnPartlyUsedSpans) {
     hc_get_stats(&after);
     EXPECT_EQ(after.central_cache_bytes - before.central_cache_bytes, (size_t)span->object_count * sc_size(cls))
         << "the spare span's objects are free central bytes";
-    cc_release_cached();
+    cc_give_back_cached();
     hc_get_stats(&after);
     EXPECT_EQ(after.central_cache_bytes, before.central_cache_bytes) << "the span left with its objects";
 }
@@ -205,7 +205,7 @@ TEST(SpanRefcount, EmptySpansWaitUpToTheByteBoundTheNextGoesBack) {
     EXPECT_EQ(pc_span_of(again[0]), spans[0]) << "a spare is used again before a new span is carved";
     EXPECT_EQ(Bucket(cls).empty_spans, kept - 1);
     Return(cls, again[0]);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_EQ(Bucket(cls).empty_spans, 0u);
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
@@ -229,7 +229,7 @@ TEST(SpanRefcount, AClassOfBigObjectsKeepsOneSpare) {
     Return(cls, a.back());
     EXPECT_EQ(pc_span_of(a.back()), nullptr) << "the second to empty goes back";
     EXPECT_EQ(Bucket(cls).empty_spans, 1u);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
@@ -238,7 +238,7 @@ TEST(SpanRefcount, AClassOfBigObjectsKeepsOneSpare) {
 // of the span is forgotten, not walked).
 TEST(SpanRefcount, ASpareIsCarvedAgainInAddressOrder) {
     const unsigned cls = sc_index(2400);
-    cc_release_cached();
+    cc_give_back_cached();
     std::vector<void *> a = Fetch(cls, 1);
     hc_span *span = pc_span_of(a[0]);
     std::vector<void *> rest = Fetch(cls, span->object_count - 1);
@@ -253,7 +253,7 @@ TEST(SpanRefcount, ASpareIsCarvedAgainInAddressOrder) {
     for (size_t i = 0; i < again.size(); i++)
         EXPECT_EQ(again[i], span_start(span) + i * span->object_size) << "slot " << i << " in address order";
     for (void *p : again) Return(cls, p);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
@@ -281,7 +281,7 @@ TEST(TransferCache, AFullBatchPassesOnIntactWithoutTouchingItsSpans) {
     EXPECT_EQ(FetchChain(cls, batch), objs) << "the same batch, in the same order";
     EXPECT_EQ(Bucket(cls).batches, before.batches);
     for (void *p : objs) Return(cls, p);
-    cc_release_cached();
+    cc_give_back_cached();
 }
 
 // A thread in slow start asks for less than a batch: it gets the front of
@@ -298,7 +298,7 @@ TEST(TransferCache, AFetchOfLessThanABatchSplitsTheTopBatch) {
     EXPECT_EQ(c.transfer_objects, batch - 3u);
     EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin() + 3, objs.end()));
     for (void *p : objs) Return(cls, p);
-    cc_release_cached();
+    cc_give_back_cached();
 }
 
 // Past its capacity the transfer cache overflows to the spans; short chains
@@ -317,10 +317,10 @@ TEST(TransferCache, OverflowAndShortChainsGoToTheSpans) {
     std::vector<void *> two = FetchChain(cls, 2);
     ReturnChain(cls, two);
     EXPECT_EQ(Bucket(cls).batches, capacity) << "a chain shorter than a batch skips the transfer cache";
-    cc_release_cached();
+    cc_give_back_cached();
     after = Bucket(cls);
     EXPECT_EQ(after.batches, 0u);
-    EXPECT_EQ(after.span_bytes, 0u) << "released: every span of the class went back";
+    EXPECT_EQ(after.span_bytes, 0u) << "given back: every span of the class went back";
 }
 
 // A chain longer than a batch (a list trimmed by more) is cut into whole
@@ -339,7 +339,7 @@ TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {
         << "the second batch of the chain, intact, on top";
     EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin(), objs.begin() + batch));
     for (uint32_t i = 0; i < 2 * batch; i++) Return(cls, objs[i]);  // the rest is home already
-    cc_release_cached();
+    cc_give_back_cached();
 }
 
 // A class nobody fetches from while other classes carve new spans gives its
@@ -373,7 +373,7 @@ TEST(TransferCache, AnIdleClassGivesItsCacheBackWhileOthersCarveSpans) {
     for (void *p : kept) Return(busy, p);
     for (void *p : cycled) Return(busy, p);
     for (void *p : grown) Return(grower, p);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
@@ -427,7 +427,7 @@ TEST(TransferCache, ThreadsTradingBatchesLoseAndDuplicateNothing) {
     const size_t objects = c.span_bytes / span_size * (span_size / sc_size(cls));
     EXPECT_EQ(c.transfer_objects + c.span_free_objects, objects)
         << "every object of the class's spans is in the transfer cache or on its span";
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_EQ(Bucket(cls).span_bytes, 0u) << "all home: every span went back";
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
@@ -494,7 +494,7 @@ TEST(SpanRuns, AChainMixingSpansGoesHomeRunByRunAndComesBackWhole) {
     EXPECT_EQ(span_a->objects_in_use, in_use_a);
     EXPECT_EQ(span_b->objects_in_use, in_use_b);
     ReturnChain(cls, objs);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_EQ(Bucket(cls).span_bytes, 0u) << "every object home: both spans went back";
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
@@ -517,7 +517,7 @@ TEST(SpanRuns, ARefillOfWholeListsAndNeverUsedSlotsIsOneChain) {
     std::vector<void *> rest(held.begin() + 3, held.end());
     ReturnChain(cls, got);
     ReturnChain(cls, rest);
-    cc_release_cached();
+    cc_give_back_cached();
     EXPECT_EQ(Bucket(cls).span_bytes, 0u);
 }
 

@@ -1,5 +1,5 @@
 // stage3_pagecache/debug_checks_test.cc — what a debug build (HC_DEBUG=1,
-// `--config=debug`, or the :debug_test target) catches on top of a release
+// `--config=debug`, or the :debug_test target) catches on top of a default
 // build: a double free of a small object, and a wrong size given to
 // hc_free_sized, at the call that does it.
 #include <gtest/gtest.h>

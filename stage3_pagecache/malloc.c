@@ -40,7 +40,7 @@
 #include "stage3_pagecache/span.h"
 
 /* ---- Debug checks: one bit per small object handed out -------------------------
- * Release builds compile these to the track.h hooks alone. The bits are
+ * Default builds compile these to the track.h hooks alone. The bits are
  * atomic because neighbours in one span are allocated and freed by
  * different threads at once; the order between one object's malloc and its
  * free is the program's own synchronisation. */
@@ -101,7 +101,7 @@ HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
     track_free(p, size);
 }
 
-/* A small block of class `cls` comes back through hc_free. Release builds
+/* A small block of class `cls` comes back through hc_free. Default builds
  * know what the page map said (p starts an object of a small span of class
  * cls); a debug build also finds the span and checks that the object is
  * handed out. */
@@ -132,12 +132,12 @@ HC_INLINE void free_push(hc_free_list *list, void *ptr) {
     void *head = list->head;
     if (HC_LIKELY(head != NULL)) {
         uintptr_t t = harden_slot_key(ptr);
-        track_internal_begin(ptr, HARDEN_LINK_BYTES);
-        track_internal_begin(head, HARDEN_LINK_BYTES);
+        track_internal_begin(ptr, FREE_LINK_AND_TAG_BYTES);
+        track_internal_begin(head, FREE_LINK_AND_TAG_BYTES);
         harden_check_not_free(ptr, t);
         int linked = harden_link_behind(head, ptr, t);
-        track_internal_end(head, HARDEN_LINK_BYTES);
-        track_internal_end(ptr, HARDEN_LINK_BYTES);
+        track_internal_end(head, FREE_LINK_AND_TAG_BYTES);
+        track_internal_end(ptr, FREE_LINK_AND_TAG_BYTES);
         if (HC_UNLIKELY(!linked)) {
             harden_corrupt_link_last(head); /* head's link was overwritten */
             return;

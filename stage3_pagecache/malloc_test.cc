@@ -77,7 +77,7 @@ TEST(MallocDeathTest, FreeOfAnInteriorPointerOfEveryClassAborts) {
 }
 
 // Once a span went back to the page cache its pages say class 0, so even a
-// release build catches a free of one of its objects.
+// default build catches a free of one of its objects.
 TEST(MallocDeathTest, FreeIntoASpanThatWentBackAborts) {
     std::thread([] {
         void *p = hc_malloc(7000);

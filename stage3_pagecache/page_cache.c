@@ -369,7 +369,7 @@ size_t pc_unmap_free_spans(void) {
     pc_lists_init_once();
     size_t unmapped = pc_unmap_free_spans_locked();
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return unmapped << HC_PAGE_SHIFT;
 }
 
@@ -378,14 +378,14 @@ size_t pc_release_free_pages(size_t want) {
     pc_lists_init_once();
     size_t released = pc_release_free_pages_locked(want);
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return released << HC_PAGE_SHIFT;
 }
 
 size_t pc_release_calls(void) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     size_t calls = release_calls;
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return calls;
 }
 
@@ -395,8 +395,8 @@ void pc_lock_all(void) {
 }
 
 void pc_unlock_all(void) {
-    hc_lock_release(&span_pool.lock);
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&span_pool.lock);
+    hc_lock_unlock(&pc_lock);
 }
 
 /* ---- Handing spans out ------------------------------------------------------- */
@@ -446,7 +446,7 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
      * pass a limit that only one of them fits under. */
     char *block = pc_policy_may_grow(pages, 0) ? os_map_aligned(pages << HC_PAGE_SHIFT, alignment) : NULL;
     if (block == NULL) {
-        hc_lock_release(&pc_lock);
+        hc_lock_unlock(&pc_lock);
         errno = ENOMEM;
         return NULL;
     }
@@ -454,14 +454,14 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
     hc_span *s = span_new(span_page_of(block), pages);
     if (s == NULL || pm_ensure(s->start_page, pages) != 0) {
         if (s) span_dead(s);
-        hc_lock_release(&pc_lock);
+        hc_lock_unlock(&pc_lock);
         os_unmap(block, pages << HC_PAGE_SHIFT);
         errno = ENOMEM;
         return NULL;
     }
     s->direct = 1;
     span_hand_out(s, 0);
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return s;
 }
 
@@ -483,7 +483,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     hc_span *s = free_span_find(pages);
     if (s == NULL) {
         if (heap_extend(pages) != 0 && heap_grow(pages) != 0) {
-            hc_lock_release(&pc_lock);
+            hc_lock_unlock(&pc_lock);
             return NULL;
         }
         s = free_span_find(pages); /* cannot fail: the longest span, or the new region, is long enough */
@@ -493,7 +493,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     if (s != NULL)
         span_hand_out(s, size_class);
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     if (s == NULL)
         errno = ENOMEM;
     return s;
@@ -528,7 +528,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     if (s == NULL) {
         /* A region of pages + align - 1 pages holds an aligned run wherever it lands. */
         if (heap_grow(pages + align_pages - 1) != 0) {
-            hc_lock_release(&pc_lock);
+            hc_lock_unlock(&pc_lock);
             return NULL;
         }
         s = free_span_find_aligned(pages, align_pages, &at);
@@ -538,7 +538,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     if (s != NULL)
         span_hand_out(s, 0);
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     if (s == NULL)
         errno = ENOMEM;
     return s;
@@ -566,7 +566,7 @@ void pc_free_span(hc_span *s) {
         size_t bytes = span_bytes(s);
         pm_set_range(s->start_page, s->page_count, NULL);
         span_dead(s);
-        hc_lock_release(&pc_lock);
+        hc_lock_unlock(&pc_lock);
         os_unmap(block, bytes);
         return;
     }
@@ -575,7 +575,7 @@ void pc_free_span(hc_span *s) {
     s->backed_pages = s->page_count; /* the program may have touched every page */
     free_span_merge_insert(s);
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
 }
 
 /* ---- Resizing a large block in place (realloc) ------------------------------------ */
@@ -602,7 +602,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
         }
     }
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return grown ? 0 : -1;
 }
 
@@ -617,13 +617,13 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
         pm_set_range(tail_page, cut, NULL);
         s->page_count = pages;
         pc_totals.direct_pages -= cut;
-        hc_lock_release(&pc_lock);
+        hc_lock_unlock(&pc_lock);
         os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
         return 0;
     }
     hc_span *tail = span_new(tail_page, cut);
     if (tail == NULL) {
-        hc_lock_release(&pc_lock);
+        hc_lock_unlock(&pc_lock);
         return -1;
     }
     s->page_count = pages;
@@ -633,7 +633,7 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
      * them: readers treat them as stale (page_cache.h). */
     free_span_merge_insert(tail);
     pc_policy_after_call();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return 0;
 }
 
@@ -644,5 +644,5 @@ void pc_collect_stats(hc_stats *out) {
     out->page_cache_free_bytes += (pc_totals.free_pages - pc_totals.released_pages) << HC_PAGE_SHIFT;
     out->released_bytes += pc_totals.released_pages << HC_PAGE_SHIFT;
     out->bytes_in_use += (pc_totals.large_pages + pc_totals.direct_pages) << HC_PAGE_SHIFT;
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
 }

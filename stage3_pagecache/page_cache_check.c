@@ -21,7 +21,7 @@ void pc_get_census(pc_census *out) {
     *out = pc_totals;
     hc_span *longest = pc_free_span_longest();
     out->largest_free_pages = longest != NULL ? longest->page_count : 0;
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
 }
 
 /* What the check counts while it walks the free spans. */
@@ -79,7 +79,7 @@ const char *pc_check(void) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     pc_lists_init_once();
     const char *broken = check_locked();
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
     return broken;
 }
 
@@ -113,5 +113,5 @@ void pc_visit_spans(pc_span_visitor visit, void *arg) {
         visit(arg, &view);
         page = span_end_page(s);
     }
-    hc_lock_release(&pc_lock);
+    hc_lock_unlock(&pc_lock);
 }

@@ -4,7 +4,7 @@
  * never race each other; the class writer is called by a span's owner for
  * that span's pages only. Readers (pm_lookup, pm_class_of, inline in
  * page_map.h) take no lock, which is why every store that a reader may see
- * is an atomic store (release where the reader then reads through it).
+ * is an atomic store (a store-release where the reader then reads through it).
  * May touch: the tree's nodes, common/os.h, common/pool.h (accounting). */
 #include "stage3_pagecache/page_map.h"
 
@@ -57,7 +57,7 @@ int pm_ensure(uintptr_t first, size_t count) {
         pm_leaf *leaf = pm_new_leaf();
         if (leaf == NULL)
             return -1;
-        /* Publish only a complete leaf (release pairs with pm_leaf_of's acquire). */
+        /* Publish only a complete leaf (the store-release pairs with pm_leaf_of's load-acquire). */
         __atomic_store_n(&pm_class_root[i], pm_class_base(leaf, i), __ATOMIC_RELEASE);
         __atomic_store_n(&pm_root[i], leaf, __ATOMIC_RELEASE);
     }
@@ -67,7 +67,7 @@ int pm_ensure(uintptr_t first, size_t count) {
 
 void pm_set(uintptr_t page, hc_span *span) {
     pm_leaf *leaf = pm_root[pm_root_index(page)];
-    /* Release: a reader that finds the span also finds the span's fields as
+    /* Store-release: a reader that finds the span also finds the span's fields as
      * the page cache wrote them before registering it. */
     __atomic_store_n(&leaf->spans[pm_leaf_index(page)], span, __ATOMIC_RELEASE);
 }

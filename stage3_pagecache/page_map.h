@@ -38,7 +38,7 @@
  * span goes back (pm_set_class_range); different spans own different
  * words, so owners never race. Readers take
  * no lock. That is safe because
- *   - a leaf is fully built (zeroed by mmap) before a release store publishes
+ *   - a leaf is fully built (zeroed by mmap) before a store-release publishes
  *     its pointer, and readers load it with acquire, so a reader that sees a
  *     leaf sees its contents;
  *   - leaves are never freed or moved, so a pointer a reader holds stays valid;

@@ -1,6 +1,6 @@
 // stage3_pagecache/page_map_order_test.cc — the page map's publication
 // rule (page_map.h, "Concurrency"): a leaf, and a span in a leaf, become
-// visible to lock-free readers only through a release store, which pairs
+// visible to lock-free readers only through a store-release, which pairs
 // with the readers' acquire loads. A relaxed store passes every functional
 // test, and ThreadSanitizer misses it too (the leaf's contents are mmap's
 // zeroes: nothing wrote them before the store), so this test builds
@@ -33,7 +33,7 @@ const char *OrderName(int order) {
     }
 }
 
-TEST(PageMapOrder, ANewLeafIsPublishedWithAReleaseStore) {
+TEST(PageMapOrder, ANewLeafIsPublishedWithAStoreRelease) {
     // A range over two leaves nobody has mapped yet: each is published.
     const uintptr_t first = 77 * PM_LEAF_ENTRIES + PM_LEAF_ENTRIES - 2;
     const size_t roots[] = {77, 78};
@@ -50,7 +50,7 @@ TEST(PageMapOrder, ANewLeafIsPublishedWithAReleaseStore) {
     }
 }
 
-TEST(PageMapOrder, ASpanIsRegisteredWithAReleaseStore) {
+TEST(PageMapOrder, ASpanIsRegisteredWithAStoreRelease) {
     const uintptr_t page = 90 * PM_LEAF_ENTRIES + 3;
     ASSERT_EQ(pm_ensure(page, 3), 0);
     pm_leaf *leaf = pm_root[90];

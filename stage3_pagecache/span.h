@@ -13,7 +13,7 @@
  * the class geometry; the central bucket (its lock held) writes the object
  * list, objects_in_use and the list links while the span is SPAN_SMALL.
  * Readers without a lock (the central cache's object-to-span lookups,
- * hc_usable_size, hc_realloc, and hc_free in a debug build; a release
+ * hc_usable_size, hc_realloc, and hc_free in a debug build; the default build's
  * hc_free reads the page map's class entry instead) read only fields that
  * cannot change while the pointer they hold is out: a span cannot leave
  * SPAN_SMALL while one of its objects is in use, nor SPAN_LARGE before its

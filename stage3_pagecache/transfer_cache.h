@@ -51,7 +51,7 @@ size_t cc_spares_kept(unsigned cls);
 /* Each time the central cache has carved this many pages into new spans
  * (4 MiB), every class that no thread fetched from since the previous time
  * gives back its transfer cache and its spare empty spans, as
- * cc_release_cached does for all: memory a program stopped asking for in one
+ * cc_give_back_cached does for all: memory a program stopped asking for in one
  * class goes to the spans the heap is growing for in others, instead of
  * waiting for good (up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT per
  * class). */
@@ -63,7 +63,7 @@ uint32_t cc_transfer_capacity(unsigned cls);
 /* Gives what the central cache holds for reuse -- the transfer caches'
  * batches and the spare empty spans -- back to the spans and the page cache,
  * where empty spans merge (hc_release_free_memory calls it). */
-void cc_release_cached(void);
+void cc_give_back_cached(void);
 
 /* For tests: a consistent snapshot of class `cls`'s bucket. */
 typedef struct cc_bucket_census {

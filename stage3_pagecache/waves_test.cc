@@ -77,7 +77,7 @@ TEST(Waves, OneGiBOfSmallObjectsMergesBackIntoLongSpans) {
                 s.page_cache_free_bytes >> 20, s.os_mapped_bytes >> 20, s.metadata_bytes >> 10,
                 c.free_spans, c.regions, (c.largest_free_pages * HC_PAGE_SIZE) >> 20);
 
-    // Every object is back and released, so every span's count reached zero
+    // Every object is back in its span, so every span's count reached zero
     // and every span went back to the page cache: nothing is left above it.
     EXPECT_EQ(s.thread_cache_bytes, 0u);
     EXPECT_EQ(s.central_cache_bytes, 0u);

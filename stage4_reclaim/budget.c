@@ -95,7 +95,7 @@ static size_t tc_steal(tc_cache *tc) {
         return 0; /* someone else is sweeping or creating: do not wait for them */
     tc_cache *dead = NULL;
     size_t stolen = tc_sweep_locked(tc, TC_STEAL_VISITS, &dead);
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     tc_reclaim_dead(dead);
     return stolen;
     /* LAB END: budget_steal */
@@ -156,7 +156,7 @@ void tc_budget_snapshot(tc_budget_stats *out) {
     tc_cache *dead = NULL;
     hc_lock_acquire(&tc_registry_lock);
     tc_sweep_locked(NULL, tc_live_caches, &dead); /* "live" means a live owner */
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     tc_reclaim_dead(dead);
 
     hc_lock_acquire(&tc_registry_lock);
@@ -172,5 +172,5 @@ void tc_budget_snapshot(tc_budget_stats *out) {
         out->share_bytes += tc_charge(capacity) + __atomic_load_n(&tc_ext(tc)->spare_bytes, __ATOMIC_RELAXED);
     }
     out->unclaimed_bytes = __atomic_load_n(&tc_unclaimed, __ATOMIC_RELAXED);
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
 }

@@ -70,8 +70,8 @@ void hc_fork_prepare(void) {
 /* The reverse order. In the child the one thread left is the copy of the
  * one that locked, so it may unlock (the mutexes are plain ones). The depth
  * drops last: a fork from a signal handler while the locks are still being
- * released nests, and takes none. */
-static void hc_fork_release(int in_child) {
+ * unlocked nests, and takes none. */
+static void hc_fork_unlock(int in_child) {
     if (fork_depth_unlocked > 0) {
         fork_depth_unlocked--;
         fork_depth--;
@@ -80,7 +80,7 @@ static void hc_fork_release(int in_child) {
     hc_lock_fork_owner = 0; /* so that the unlocks below happen */
     pc_unlock_all();
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
-        hc_lock_release(cc_bucket_lock(cls));
+        hc_lock_unlock(cc_bucket_lock(cls));
     tc_fork_unlock();
     if (outer_unlock != NULL)
         outer_unlock();
@@ -93,7 +93,7 @@ static void hc_fork_release(int in_child) {
     fork_depth--;
 }
 
-void hc_fork_parent(void) { hc_fork_release(0); }
+void hc_fork_parent(void) { hc_fork_unlock(0); }
 
 /* The other threads' caches stay in the child's registry with what they
  * cached: those threads do not exist there, so that memory is lost to the
@@ -101,7 +101,7 @@ void hc_fork_parent(void) { hc_fork_release(0); }
  * Parked caches (thread_exit.c) are whole in the child too: the registry
  * lock, which parking and adoption hold, was taken for the fork, so the
  * child's first new threads adopt them. */
-void hc_fork_child(void) { hc_fork_release(1); }
+void hc_fork_child(void) { hc_fork_unlock(1); }
 
 /* 0: not yet; 1: registering (a nested malloc from pthread_atfork sees
  * this and returns); 2: done. */

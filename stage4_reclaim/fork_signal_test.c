@@ -76,7 +76,7 @@ typedef struct held_lock {
 static void take_tc(unsigned i) { (void)i; tc_fork_lock(); }
 static void drop_tc(unsigned i) { (void)i; tc_fork_unlock(); }
 static void take_bucket(unsigned cls) { hc_lock_acquire(cc_bucket_lock(cls)); }
-static void drop_bucket(unsigned cls) { hc_lock_release(cc_bucket_lock(cls)); }
+static void drop_bucket(unsigned cls) { hc_lock_unlock(cc_bucket_lock(cls)); }
 static void take_pc(unsigned i) { (void)i; pc_lock_all(); }
 static void drop_pc(unsigned i) { (void)i; pc_unlock_all(); }
 
@@ -132,7 +132,7 @@ static void fork_nested_in_a_fork(void) {
         hc_fork_parent();
         _exit(allocate_a_little() ? 0 : 3);
     }
-    CHECK(bucket_lock_is_held(1), "the nested fork released the outer fork's locks");
+    CHECK(bucket_lock_is_held(1), "the nested fork unlocked the outer fork's locks");
     hc_fork_parent();
     CHECK(!bucket_lock_is_held(1), "the outer parent handler left a lock held");
     finish_fork("a fork nested in a fork");

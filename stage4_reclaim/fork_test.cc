@@ -158,7 +158,7 @@ TEST(Fork, APrepareHandlerRegisteredBeforeHcmallocsMayAllocate) {
     EXPECT_EQ(code, 0);
 }
 
-TEST(Fork, HandlersCanBeCalledByHandAndReleaseEverything) {
+TEST(Fork, HandlersCanBeCalledByHandAndUnlockEverything) {
     hc_fork_prepare();
     hc_fork_parent();
     hc_free(hc_malloc(64));

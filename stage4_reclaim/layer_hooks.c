@@ -17,7 +17,7 @@
  *   - out of memory, the retry first gets everything hc_release_free_memory
  *     gives back, and the free spans' address space (unmapped).
  * May touch: the thread cache (tc_flush_current), the central cache
- * (cc_release_cached), the page cache (pc_release_all, pc_unmap_free_spans),
+ * (cc_give_back_cached), the page cache (pc_release_all, pc_unmap_free_spans),
  * fork.c. */
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/layer_hooks.h"
@@ -34,7 +34,7 @@ void hc_layer_release_free_memory(void) {
      * back to the page cache, and out to the OS with the rest. */
     tc_flush_current();
     tc_reclaim_parked(); /* exited threads' caches kept for new ones */
-    cc_release_cached();
+    cc_give_back_cached();
     pc_release_all();
 }
 
@@ -48,7 +48,7 @@ void hc_layer_release_free_memory(void) {
  * mapped is reused without a system call. */
 int hc_layer_reclaim_for_retry(void) {
     tc_flush_current();
-    cc_release_cached();
+    cc_give_back_cached();
     pc_unmap_free_spans();
     return 1;
 }

@@ -25,10 +25,10 @@ static void fork_prepare(void) {
     hc_lock_acquire(&profile_lock);
     hc_lock_acquire(&profile_blocks_lock);
 }
-static void fork_release(void) {
-    hc_lock_release(&profile_blocks_lock);
-    hc_lock_release(&profile_lock);
-    hc_lock_release(&profile_maps_lock);
+static void fork_unlock(void) {
+    hc_lock_unlock(&profile_blocks_lock);
+    hc_lock_unlock(&profile_lock);
+    hc_lock_unlock(&profile_maps_lock);
 }
 
 __attribute__((constructor)) static void profile_start(void) {
@@ -41,7 +41,7 @@ __attribute__((constructor)) static void profile_start(void) {
      * it takes none of the allocator's (glibc's rule), and cannot wait for
      * the lock its own thread holds. */
     hc_fork_register();
-    hc_fork_set_outer_locks(fork_prepare, fork_release);
+    hc_fork_set_outer_locks(fork_prepare, fork_unlock);
     if (o->profile_prefix != NULL && o->profile_interval_bytes != 0)
         profile_arm_intervals(o->profile_interval_bytes);
     __atomic_store_n(&profile_unwinder_primed, 1, __ATOMIC_RELEASE);
@@ -71,5 +71,5 @@ void hc_profile_get_stats(hc_profile_stats *out) {
     FOR_EACH_BUCKET(st, b)
         est += (double)live_count(b) * profile_weight(b->size) * (double)b->size;
     out->live_estimate = (size_t)(est + 0.5);
-    hc_lock_release(&profile_lock);
+    hc_lock_unlock(&profile_lock);
 }

@@ -90,7 +90,7 @@ typedef struct sampled_block {
 extern hc_lock profile_lock;
 extern hc_lock profile_blocks_lock;
 extern sampled_block *profile_live_blocks; /* under profile_blocks_lock */
-/* Every stack, by hash chain: joined with release stores, never freed, so a
+/* Every stack, by hash chain: joined with store-releases, never freed, so a
  * dump walks them with acquire loads and no lock. */
 extern stack_record *profile_stack_heads[STACK_HEADS];
 extern size_t profile_samples, profile_dropped; /* under profile_lock */

@@ -180,8 +180,8 @@ void profile_leak_check(int level, const void *stack_from) {
     map_bytes = (map_bytes + os_page_size() - 1) & ~(os_page_size() - 1);
     leak_block *blocks = n > 0 ? os_map(map_bytes) : NULL;
     if (n > 0 && blocks == NULL) {
-        hc_lock_release(&profile_blocks_lock);
-        hc_lock_release(&profile_lock);
+        hc_lock_unlock(&profile_blocks_lock);
+        hc_lock_unlock(&profile_lock);
         hc_warn("leak check: no memory for the scan");
         return;
     }
@@ -205,8 +205,8 @@ void profile_leak_check(int level, const void *stack_from) {
             b->leaked++;
     }
     size_t total_samples = profile_samples;
-    hc_lock_release(&profile_blocks_lock);
-    hc_lock_release(&profile_lock);
+    hc_lock_unlock(&profile_blocks_lock);
+    hc_lock_unlock(&profile_lock);
 
     hc_fd_out o = {.fd = STDERR_FILENO};
     fd_out_put(&o, "hcmalloc: leak check: ");

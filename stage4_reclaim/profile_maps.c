@@ -90,7 +90,7 @@ void profile_put_maps(hc_fd_out *o) {
     if (loads != maps_loads)
         maps_loads = refresh_maps_locked() == 0 ? loads : ~0ull;
     if (maps_loads == ~0ull) {
-        hc_lock_release(&profile_maps_lock);
+        hc_lock_unlock(&profile_maps_lock);
         put_maps_uncached(o);
         return;
     }
@@ -105,5 +105,5 @@ void profile_put_maps(hc_fd_out *o) {
             fd_out_flush(o);
     }
     fd_out_flush(o);
-    hc_lock_release(&profile_maps_lock);
+    hc_lock_unlock(&profile_maps_lock);
 }

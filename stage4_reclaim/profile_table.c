@@ -34,8 +34,8 @@ hc_lock profile_blocks_lock = HC_LOCK_INITIALIZER;
 sampled_block *profile_live_blocks;
 /* Under profile_lock. Static, untouched until used: no start-up cost.
  * Stacks and buckets are never freed; a record joins its chain's head
- * (profile_stack_heads, bucket_heads, its stack's buckets) with a release
- * store, after its fields: dumps walk profile_stack_heads and the stacks'
+ * (profile_stack_heads, bucket_heads, its stack's buckets) with a
+ * store-release, after its fields: dumps walk profile_stack_heads and the stacks'
  * buckets with acquire loads and no lock. */
 stack_record *profile_stack_heads[STACK_HEADS];
 static bucket *bucket_heads[BUCKET_HEADS];
@@ -104,7 +104,7 @@ void *hc_profile_on_sampled_alloc(void *block, size_t size) {
         __atomic_store_n(&b->allocs, b->allocs + 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&profile_live_samples, 1, __ATOMIC_RELAXED);
     }
-    hc_lock_release(&profile_lock);
+    hc_lock_unlock(&profile_lock);
     if (r != NULL) {
         hc_lock_acquire(&profile_blocks_lock);
         r->prev = NULL;
@@ -112,7 +112,7 @@ void *hc_profile_on_sampled_alloc(void *block, size_t size) {
         if (profile_live_blocks != NULL)
             profile_live_blocks->prev = r;
         profile_live_blocks = r;
-        hc_lock_release(&profile_blocks_lock);
+        hc_lock_unlock(&profile_blocks_lock);
     }
     return r;
 }
@@ -133,7 +133,7 @@ void hc_profile_on_sampled_free(void *block, void *record) {
         profile_live_blocks = r->next;
     if (r->next != NULL)
         r->next->prev = r->prev;
-    hc_lock_release(&profile_blocks_lock);
+    hc_lock_unlock(&profile_blocks_lock);
     __atomic_add_fetch(&r->bucket->frees, 1, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&profile_live_samples, 1, __ATOMIC_RELAXED);
     pool_free(&block_pool, r);

@@ -28,7 +28,7 @@ void tc_budget_snapshot(tc_budget_stats *out);
  * registry lock. */
 void tc_reclaim_parked(void);
 
-/* Taken before fork() and released after it, in parent and child. */
+/* Taken before fork() and unlocked after it, in parent and child. */
 void tc_fork_lock(void);
 void tc_fork_unlock(void);
 
@@ -36,7 +36,7 @@ void tc_fork_unlock(void);
  * fork() copies only the calling thread; a lock another thread held at that
  * moment would stay locked in the child for good. The prepare handler takes
  * every allocator lock, in one fixed order, so the fork happens while no
- * other thread is inside the allocator; parent and child then release them:
+ * other thread is inside the allocator; parent and child then unlock them:
  *   1. thread-cache registry, 2. thread-cache record pool (tc_fork_lock),
  *   3. every central bucket lock, class 0 upwards,
  *   4. the page cache lock, 5. the span-record pool (pc_lock_all).
@@ -59,7 +59,7 @@ void hc_fork_child(void);
  * from a constructor; a nested call returns at once. */
 void hc_fork_register(void);
 
-/* The profiler's fork locks (profile.c): taken first and released last by
+/* The profiler's fork locks (profile.c): taken first and unlocked last by
  * the handlers above, under their rule, rather than by a pthread_atfork
  * handler of its own, which would wait for a lock the interrupted thread
  * holds when a signal handler forks. Set once, from a constructor. */

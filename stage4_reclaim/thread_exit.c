@@ -163,7 +163,7 @@ void tc_reclaim_parked(void) {
         tc->next_cache = dead;
         dead = tc;
     }
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     tc_reclaim_dead(dead);
 }
 
@@ -173,7 +173,7 @@ size_t tc_parked_caches(void) { return __atomic_load_n(&tc_parked_count, __ATOMI
 
 /* The exiting owner of the linked cache tc parks it, unless TC_MAX_PARKED
  * are parked already; returns 1 if it did. From here on tc is no thread's:
- * its owner lock is released while the registry lock makes it parked, so a
+ * its owner lock is unlocked while the registry lock makes it parked, so a
  * sweep never sees it free and unparked. */
 static int tc_park_on_exit(tc_cache *tc) {
     /* As tc_thread_exit does before it gives a cache back: the thread is
@@ -189,7 +189,7 @@ static int tc_park_on_exit(tc_cache *tc) {
         __atomic_store_n(&tc_parked_count, tc_parked_count + 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&tc_ext(tc)->owner_alive);
     }
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     return park;
 }
 
@@ -206,7 +206,7 @@ static tc_cache *tc_adopt(void) {
         tc_unlink_locked(tc);
         tc_policy(tc)->prev_cache = NULL; /* it goes back at the head */
     }
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     if (tc != NULL)
         pthread_mutex_lock(&tc_ext(tc)->owner_alive); /* now this thread's */
     return tc;
@@ -239,7 +239,7 @@ void tc_layer_cache_created(tc_cache *tc) {
     tc_cache *dead = NULL;
     hc_lock_acquire(&tc_registry_lock);
     tc_sweep_locked(NULL, TC_REAP_VISITS, &dead); /* new threads reap dead ones */
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     tc_reclaim_dead(dead);
     /* After tc_current is published: for high key numbers glibc allocates
      * in pthread_setspecific, and that malloc must find this cache ready
@@ -259,7 +259,7 @@ static void tc_thread_exit(void *arg) {
     tc_current = &tc_sentinel;
     hc_lock_acquire(&tc_registry_lock);
     tc_unlink_locked(tc);
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_registry_lock);
     pthread_mutex_unlock(&tc_ext(tc)->owner_alive); /* unlinked: no sweep will look at it */
     tc_reclaim(tc);
     /* LAB END: thread_exit */
@@ -273,6 +273,6 @@ void tc_fork_lock(void) {
 }
 
 void tc_fork_unlock(void) {
-    hc_lock_release(&tc_record_pool.lock);
-    hc_lock_release(&tc_registry_lock);
+    hc_lock_unlock(&tc_record_pool.lock);
+    hc_lock_unlock(&tc_registry_lock);
 }

@@ -115,7 +115,7 @@ TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
     EXPECT_EQ(t.bucket_sums, t.totals);
 }
 
-// The lock counts (tools/scaling_counts.sh's table): a thread that finds a
+// The lock counts (tools/measure/scaling_counts.sh's table): a thread that finds a
 // bucket lock held counts one wait, and every fetch and return of a batch
 // took its class's lock at least once.
 TEST(Trace, ABucketLockFoundHeldCountsAWait) {
@@ -128,7 +128,7 @@ TEST(Trace, ABucketLockFoundHeldCountsAWait) {
         hc_thread_flush();
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    hc_lock_release(cc_bucket_lock(cls));
+    hc_lock_unlock(cc_bucket_lock(cls));
     other.join();
     const Trace t = Write();
     EXPECT_EQ(t.events[HC_TRACE_LOCK_TAKEN], "lock_taken");

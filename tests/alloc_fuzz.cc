@@ -16,7 +16,7 @@
 // A stage without unsized free (hc_features) gets sized equivalents:
 // realloc = malloc + copy + hc_free_sized, aligned_alloc = malloc.
 //
-// Built two ways: by tools/fuzz.sh with clang -fsanitize=fuzzer,address
+// Built two ways: by tools/measure/fuzz.sh with clang -fsanitize=fuzzer,address
 // (coverage-guided, ASan also sees common/track.h's poisoning), and by Bazel
 // as alloc_fuzz_replay_test (fuzz_replay_main.cc), which replays the seed
 // corpus and a fixed set of pseudo-random programs on every `bazel test`.
@@ -123,7 +123,7 @@ class Model {
    public:
     Model() : unsized_(hc_features() & HC_FEATURE_UNSIZED_FREE) {}
     ~Model() {
-        for (Live &o : live_) Release(o);
+        for (Live &o : live_) FreeLive(o);
         os_fail_next_maps(0);
     }
 
@@ -208,7 +208,7 @@ class Model {
         return o;
     }
 
-    void Release(const Live &o) {
+    void FreeLive(const Live &o) {
         if (unsized_ && (o.unsized || o.size % 2)) hc_free(o.ptr);  // both frees, when the stage has both
         else hc_free_sized(o.ptr, o.size);
     }
@@ -225,7 +225,7 @@ class Model {
 
     void Free(uint8_t k) {
         if (live_.empty()) return;
-        Release(Take(k));
+        FreeLive(Take(k));
     }
 
     void Realloc(uint8_t k, size_t size) {

@@ -1,7 +1,7 @@
 /* tests/atomic_probe.h — records the memory order of every atomic store in
  * one source file, for tests of a publication rule (test builds only).
  *
- * A relaxed store where a release store is needed passes every functional
+ * A relaxed store where a store-release is needed passes every functional
  * test, and on x86-64 even ThreadSanitizer cannot see it when the published
  * memory was zeroed by mmap (nothing wrote it before the store). So a test
  * target compiles the file under test with `-include tests/atomic_probe.h`:

@@ -1,7 +1,7 @@
 """hc_heap_abuse_tests: tests/heap_abuse_test.cc against a stage, twice.
 
 `heap_abuse_test` runs the how2heap-style set (docs/design.md, section 6)
-on the stage as built: what the release build catches and survives.
+on the stage as built: what the default build catches and survives.
 `heap_abuse_hardened_test` runs the same binary built hardened
 (HC_HARDENED=1, common/harden.h), which must stop every case.
 """

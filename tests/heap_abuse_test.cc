@@ -305,7 +305,7 @@ TEST(HeapAbuse, FreedBlockIsNotHandedStraightBack) {
 }
 
 // The old owner frees a block a second time after a malloc: in the default
-// build the malloc reused it, so that free releases the new owner's block,
+// build the malloc reused it, so that free frees the new owner's block,
 // unseen, and only the new owner's free stops. In the hardened build the
 // block was not reused, and the second free stops at its call.
 void DoubleFreeAfterAMalloc() {

@@ -10,7 +10,7 @@ tests/BUILD). Four rules (docs/design.md, "Layers and hooks"):
      lines with the file of the same name in an earlier stage. A later
      stage changes an earlier layer through hooks that layer calls; a
      changed copy is right only where most of the file changes, and then
-     the diff is the lesson (tools/stage_diff.sh).
+     the diff is the lesson (tools/labs/stage_diff.sh).
   2. Nothing in common/ names what only a stage defines: common/ is shared
      by every stage unchanged, so it cannot know which stages exist. Its
      code (comments and strings aside: the trace names its events in

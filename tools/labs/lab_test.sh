@@ -20,7 +20,7 @@
 #
 # After the reference copy passes, the rules only a dedicated test sees
 # (lab 2's refill that keeps its returned object, its scavenge and its span
-# race, each met deterministically; lab 3's release stores and lock order,
+# race, each met deterministically; lab 3's store-releases and lock order,
 # lab 4's idle-only stealing) are broken on purpose there (tools/labs/mutants.py
 # --in: seconds each) and must fail.
 # Then, in the skeleton, the handout (LAB.md):

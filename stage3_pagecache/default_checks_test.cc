@@ -1,4 +1,4 @@
-// stage3_pagecache/release_checks_test.cc — what a release build catches of
+// stage3_pagecache/default_checks_test.cc — what a default build catches of
 // a double free and of a wrong size given to hc_free_sized, and what it does
 // not (docs/design.md, section 6). The debug build catches both at the call
 // (tests/bad_input_test.cc, bad_input_debug_test); these tests skip there.
@@ -43,7 +43,7 @@ constexpr const char *kCorruptBatch =
 
 // Caught: the wrongly sized object reaches the central cache before anyone
 // allocates it again, and its span says it is of another class.
-TEST(ReleaseChecks, WrongSizeIsCaughtWhenItsBatchComesBack) {
+TEST(DefaultChecks, WrongSizeIsCaughtWhenItsBatchComesBack) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_DEATH(
         {
@@ -56,7 +56,7 @@ TEST(ReleaseChecks, WrongSizeIsCaughtWhenItsBatchComesBack) {
 
 // Not caught: the next malloc of the wrong class gets the object, 48 bytes
 // promised as 4096. Writing them all would overflow into the neighbours.
-TEST(ReleaseChecks, WrongSizeMayBeHandedOutAsTheWrongClass) {
+TEST(DefaultChecks, WrongSizeMayBeHandedOutAsTheWrongClass) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_EXIT(
         {
@@ -71,7 +71,7 @@ TEST(ReleaseChecks, WrongSizeMayBeHandedOutAsTheWrongClass) {
 
 // Caught at the call: free without a size finds free's tag on the block,
 // which the free just before wrote (common/harden.h, stage3_pagecache/malloc.c).
-TEST(ReleaseChecks, DoubleFreeOfTheLastFreedBlockIsCaughtAtTheCall) {
+TEST(DefaultChecks, DoubleFreeOfTheLastFreedBlockIsCaughtAtTheCall) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_DEATH(
         {
@@ -87,7 +87,7 @@ TEST(ReleaseChecks, DoubleFreeOfTheLastFreedBlockIsCaughtAtTheCall) {
 // spare, the object is on its list twice (linked to itself), so when a flush
 // cuts the list into a batch the chain is shorter than its count
 // (free_list.h, fl_pop_range): no batch that lies leaves the thread.
-TEST(ReleaseChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
+TEST(DefaultChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_DEATH(
         {
@@ -106,7 +106,7 @@ TEST(ReleaseChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
 // with the list's head would see it (the list would link a -> b -> a, and
 // the next mallocs return a, b and a: two owners of one block); the tag
 // does. The sized path has no tag: the test above is its check.
-TEST(ReleaseChecks, DoubleFreeWithAnotherBetweenIsCaughtAtTheCall) {
+TEST(DefaultChecks, DoubleFreeWithAnotherBetweenIsCaughtAtTheCall) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_DEATH(
         {
@@ -123,7 +123,7 @@ TEST(ReleaseChecks, DoubleFreeWithAnotherBetweenIsCaughtAtTheCall) {
 // Not a false alarm: a block that the program got back from malloc has
 // no tag, whatever it held while free, even when it is reused at once and
 // freed again without a write (the tag is cleared on every hand-out).
-TEST(ReleaseChecks, ABlockFreedMallocedAndFreedAgainIsNotADoubleFree) {
+TEST(DefaultChecks, ABlockFreedMallocedAndFreedAgainIsNotADoubleFree) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_EXIT(
         {
@@ -157,7 +157,7 @@ void FreeBlocksHoldingAFreedBlocksWords() {
     _exit(0);
 }
 
-TEST(ReleaseChecks, ACopyOfAFreedBlocksWordsIsNotATag) {
+TEST(DefaultChecks, ACopyOfAFreedBlocksWordsIsNotATag) {
     SKIP_IN_DEBUG_BUILDS();
     if (kAsanBuild)
         GTEST_SKIP() << "it reads a freed block's words, which the ASan build poisons (common/track.h)";
