@@ -55,8 +55,7 @@ size_t cc_spares_kept(unsigned cls);
  * two classes' worth of CC_EMPTY_BYTES_KEPT (a producer/consumer pair of
  * classes both keep theirs), the same budget gperftools gives all its
  * thread caches together. What a program that frees everything and then
- * idles keeps resident in spares is at most this plus one span per class
- * (docs/stage3.md, "Spares by the byte", has the figure). */
+ * idles keeps resident in spares is at most this plus one span per class. */
 #define CC_SPARE_BYTES_TOTAL ((size_t)32 << 20)
 
 /* The spares' bytes counted against CC_SPARE_BYTES_TOTAL now. */
