@@ -19,8 +19,9 @@
  *     batches given back go to the next thread that asks, untouched; the
  *     per-object span work happens only when it overflows or runs dry, with
  *     the object-to-span lookups done before the bucket lock is taken; empty
- *     spans wait in the bucket (CC_EMPTY_BYTES_KEPT of them) before they go
- *     back, and are carved again in address order when reused;
+ *     spans wait in the bucket as spares (up to CC_EMPTY_BYTES_KEPT a class,
+ *     CC_SPARE_BYTES_TOTAL for all) before they go back, and the newest is
+ *     carved again in address order when one is reused;
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
@@ -58,10 +59,11 @@ typedef struct cc_bucket {
     uint32_t batch_count;      /* transfer cache: batches[0..batch_count) */
     uint32_t batch_capacity;   /* cc_transfer_capacity */
     size_t transfer_objects;   /* in those batches, for stats */
-    hc_span spans;             /* sentinel: this class's spans that have free objects */
-    size_t free_objects;       /* on those spans, for stats */
+    hc_span spans;             /* sentinel: this class's spans in use that have free objects */
+    hc_span spares;            /* sentinel: its spans with every object free, the newest first */
+    size_t free_objects;       /* on both lists, for stats */
     size_t span_bytes;         /* in spans this class holds now */
-    size_t empty_spans;        /* spans on the list with every object free */
+    size_t empty_spans;        /* on the spares list */
     uint8_t fetched;           /* cc_fetch came since the last idle sweep */
     cc_batch batches[CC_TRANSFER_MAX_BATCHES];
 } HC_CACHE_ALIGNED cc_bucket;
@@ -84,10 +86,45 @@ uint32_t cc_transfer_capacity(unsigned cls) {
     return (uint32_t)n;
 }
 
+/* Bytes of spares kept beyond each class's first, across all classes: the
+ * bound that makes the worst case one figure (CC_SPARE_BYTES_TOTAL) rather
+ * than a per-class one times every class. Changed once per span that
+ * empties or is reused, under that class's bucket lock, never on the fast
+ * path. */
+static size_t cc_extra_spare_bytes;
+
+/* May a span of `bytes` that just emptied stay as one more of the bucket's
+ * spares? Yes while the bucket has none (its first costs nothing against the
+ * total), else while it keeps fewer than `keep_empty` and the total has
+ * room. The bucket lock is held. */
+static int cc_spare_count(cc_bucket *bucket, size_t keep_empty, size_t bytes) {
+    if (bucket->empty_spans >= keep_empty)
+        return 0;
+    if (bucket->empty_spans > 0) {
+        size_t after = __atomic_add_fetch(&cc_extra_spare_bytes, bytes, __ATOMIC_RELAXED);
+        if (after > CC_SPARE_BYTES_TOTAL) {
+            __atomic_sub_fetch(&cc_extra_spare_bytes, bytes, __ATOMIC_RELAXED);
+            return 0;
+        }
+    }
+    bucket->empty_spans++;
+    return 1;
+}
+
+/* One of the bucket's spares (of `bytes`) leaves the list: reused or given
+ * back. The bucket lock is held. */
+static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
+    if (--bucket->empty_spans > 0)
+        __atomic_sub_fetch(&cc_extra_spare_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+size_t cc_spare_bytes_beyond_first(void) { return __atomic_load_n(&cc_extra_spare_bytes, __ATOMIC_RELAXED); }
+
 static void cc_init(void) {
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
         hc_lock_init(&cc_buckets[cls].lock);
         span_list_init(&cc_buckets[cls].spans);
+        span_list_init(&cc_buckets[cls].spares);
         cc_buckets[cls].batch_capacity = cls == 0 ? 0 : cc_transfer_capacity(cls);
     }
 }
@@ -168,17 +205,27 @@ typedef struct cc_piece {
 static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece *pieces,
                         uint32_t *piece_count) {
     uint32_t got = 0, n_pieces = 0;
-    while (got < want && !span_list_empty(&bucket->spans) && n_pieces + 2 <= CC_TAKE_MAX_PIECES) {
-        hc_span *span = bucket->spans.next;
-        if (span->objects_in_use == 0 && span->carved != 0) {
-            /* A spare, every object free: carved again from its first slot,
-             * as if new. The take hands out neighbours in address order
-             * (the order the program then touches them in, page by page,
-             * which the hardware prefetches) and walks none of the freed
-             * list, whose order was the frees'. */
-            span->free_objects = NULL;
-            span->carved = 0;
+    while (got < want && n_pieces + 2 <= CC_TAKE_MAX_PIECES) {
+        if (span_list_empty(&bucket->spans)) {
+            if (span_list_empty(&bucket->spares))
+                break;
+            if (got > 0 && got + cc_fresh_count(cls, want - got) > want)
+                break; /* a whole line would overshoot `want`, as below */
+            /* The spare that emptied last: its lines are the likeliest to
+             * be in some cache still (the oldest, after a program cycled
+             * through all of them, is in none). Carved again from its
+             * first slot, as if new: the take hands out neighbours in
+             * address order (the order the program then touches them in,
+             * page by page, which the hardware prefetches) and walks none
+             * of the freed list, whose order was the frees'. */
+            hc_span *spare = bucket->spares.next;
+            span_list_remove(spare);
+            cc_spare_uncount(bucket, span_bytes(spare));
+            spare->free_objects = NULL;
+            spare->carved = 0;
+            span_list_push(&bucket->spans, spare);
         }
+        hc_span *span = bucket->spans.next;
         uint32_t never_used = span->object_count - span->carved;
         uint32_t returned = span->free_count - never_used;
         uint32_t from_returned = returned < want - got ? returned : want - got;
@@ -192,8 +239,6 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
         }
         if (from_returned + from_fresh == 0)
             break; /* got > 0: a whole line would overshoot `want` */
-        if (span->objects_in_use == 0)
-            bucket->empty_spans--; /* the spare is in use again */
         if (from_returned > 0) {
             cc_piece *piece = &pieces[n_pieces++];
             *piece = (cc_piece){span->free_objects, NULL, NULL, from_returned, 0};
@@ -351,7 +396,6 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     span_list_push(&bucket->spans, span);
     span->in_bucket_list = 1;
-    bucket->empty_spans++; /* until cc_take, just below, takes from it */
     bucket->free_objects += span->free_count;
     bucket->span_bytes += span_bytes(span);
     got = cc_take(bucket, cls, want, pieces, &n_pieces);
@@ -511,9 +555,8 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
              * list (used last); beyond them the span leaves the bucket for the
              * page cache (after the lock is dropped). */
             span_list_remove(span);
-            if (bucket->empty_spans < keep_empty) {
-                bucket->empty_spans++;
-                span_list_push(bucket->spans.prev, span); /* after the last */
+            if (cc_spare_count(bucket, keep_empty, span_bytes(span))) {
+                span_list_push(&bucket->spares, span);
                 continue;
             }
             cc_detach_span(bucket, span, &given_back);
@@ -579,12 +622,10 @@ static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
     /* The spare empty spans: off the list, to go back below. */
     hc_span given_back;
     span_list_init(&given_back);
-    for (hc_span *span = bucket->spans.next, *next; span != &bucket->spans; span = next) {
-        next = span->next;
-        if (span->objects_in_use != 0)
-            continue;
+    while (!span_list_empty(&bucket->spares)) {
+        hc_span *span = bucket->spares.next;
         span_list_remove(span);
-        bucket->empty_spans--;
+        cc_spare_uncount(bucket, span_bytes(span));
         cc_detach_span(bucket, span, &given_back);
     }
     hc_lock_unlock(&bucket->lock);
@@ -628,6 +669,8 @@ void cc_get_bucket_census(unsigned cls, cc_bucket_census *out) {
     out->span_free_objects = bucket->free_objects;
     out->spans = 0;
     for (hc_span *span = bucket->spans.next; span != &bucket->spans; span = span->next)
+        out->spans++;
+    for (hc_span *span = bucket->spares.next; span != &bucket->spares; span = span->next)
         out->spans++;
     out->empty_spans = bucket->empty_spans;
     out->span_bytes = bucket->span_bytes;

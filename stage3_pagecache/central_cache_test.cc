@@ -202,11 +202,58 @@ TEST(SpanRefcount, EmptySpansWaitUpToTheByteBoundTheNextGoesBack) {
     EXPECT_EQ(Bucket(cls).empty_spans, kept) << "the one past the bound went back";
     EXPECT_EQ(Bucket(cls).span_bytes, kept * span_bytes);
     std::vector<void *> again = Fetch(cls, 1);
-    EXPECT_EQ(pc_span_of(again[0]), spans[0]) << "a spare is used again before a new span is carved";
+    EXPECT_EQ(pc_span_of(again[0]), spans[kept - 1])
+        << "the spare that emptied last is used again first, before a new span is carved";
     EXPECT_EQ(Bucket(cls).empty_spans, kept - 1);
     Return(cls, again[0]);
     cc_give_back_cached();
     EXPECT_EQ(Bucket(cls).empty_spans, 0u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// Every object of `spans` spans of class `cls` (and maybe a few of a span
+// partly used already), handed out.
+std::vector<void *> FetchSpans(unsigned cls, size_t spans) {
+    std::vector<void *> all = Fetch(cls, 1);
+    const uint32_t per_span = pc_span_of(all[0])->object_count;
+    std::vector<void *> more = Fetch(cls, (uint32_t)(spans * per_span - 1));
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+}
+
+// Beyond each class's first spare, all classes' spares together stay within
+// CC_SPARE_BYTES_TOTAL: classes that each fill their own bound
+// (cc_spares_kept) leave the last ones fewer, and its first still waits.
+TEST(SpanRefcount, SparesBeyondEachClasssFirstStayWithinOneTotal) {
+    const unsigned classes[] = {sc_index(1000), sc_index(900), sc_index(800)};
+    size_t own_bounds_beyond_first = 0;
+    for (unsigned cls : classes)
+        own_bounds_beyond_first += (cc_spares_kept(cls) - 1) * (sc_span_pages(cls) << HC_PAGE_SHIFT);
+    ASSERT_GT(own_bounds_beyond_first, CC_SPARE_BYTES_TOTAL) << "the classes' own bounds overshoot the total";
+    ASSERT_NE(classes[0], classes[1]);
+    ASSERT_NE(classes[1], classes[2]);
+    cc_release_cached();
+    ASSERT_EQ(cc_spare_bytes_beyond_first(), 0u);
+    // All out first, then all home: carving (which may sweep idle classes'
+    // spares away, CC_SWEEP_PAGES) is over before the first spare waits.
+    std::vector<std::vector<void *>> out;
+    for (unsigned cls : classes) out.push_back(FetchSpans(cls, cc_spares_kept(cls)));
+    size_t beyond_first = 0;
+    for (size_t i = 0; i < 3; i++) {
+        const unsigned cls = classes[i];
+        for (void *p : out[i]) Return(cls, p);
+        const size_t kept = Bucket(cls).empty_spans;
+        EXPECT_GE(kept, 1u) << "a class's first spare costs nothing against the total";
+        beyond_first += (kept - 1) * (sc_span_pages(cls) << HC_PAGE_SHIFT);
+        EXPECT_LE(cc_spare_bytes_beyond_first(), CC_SPARE_BYTES_TOTAL);
+    }
+    EXPECT_EQ(cc_spare_bytes_beyond_first(), beyond_first) << "the total counts what the buckets keep";
+    EXPECT_LT(Bucket(classes[2]).empty_spans, cc_spares_kept(classes[2])) << "the last class hit the total";
+    std::vector<void *> one = Fetch(classes[0], 1);  // a spare reused leaves the total
+    EXPECT_EQ(cc_spare_bytes_beyond_first(), beyond_first - (sc_span_pages(classes[0]) << HC_PAGE_SHIFT));
+    Return(classes[0], one[0]);
+    cc_release_cached();
+    EXPECT_EQ(cc_spare_bytes_beyond_first(), 0u) << "released spares leave the total";
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 

@@ -11,7 +11,7 @@
  * span's free list, its reference count), and then the lookups are done
  * before the bucket lock is taken. A span whose last object comes home
  * stays in its bucket as one of the class's spares (up to
- * CC_EMPTY_BYTES_KEPT) instead of going straight back to the page cache, so
+ * CC_EMPTY_BYTES_KEPT, and CC_SPARE_BYTES_TOTAL for all classes) instead of going straight back to the page cache, so
  * a producer/consumer pair does not carve and return the same span over
  * and over; a spare is carved again from its first slot, its freed order
  * forgotten. A class idle while the heap grows gives both back
@@ -41,12 +41,25 @@
  * hc_release_free_memory, an out-of-memory retry, or the next idle sweep
  * once the class stops fetching (CC_SWEEP_PAGES). Hence the size limit:
  * above it a span holds few objects, so a spare saves little carving, and
- * big blocks freed in bulk go where the release policy finds them. */
+ * big blocks freed in bulk go where the release policy finds them; and
+ * hence a total for all classes (CC_SPARE_BYTES_TOTAL, below), so that what
+ * a program that frees everything and idles keeps is one figure, not this
+ * one times every class. */
 #define CC_EMPTY_BYTES_KEPT ((size_t)16 << 20)
 #define CC_SPARES_MAX_SIZE  1024
 
-/* Empty spans class `cls`'s bucket keeps (at least one). */
+/* Empty spans class `cls`'s bucket keeps at most (at least one). */
 size_t cc_spares_kept(unsigned cls);
+
+/* Bytes all classes' spares may add up to beyond each class's first one:
+ * two classes' worth of CC_EMPTY_BYTES_KEPT (a producer/consumer pair of
+ * classes both keep theirs), the same budget gperftools gives all its
+ * thread caches together. What a program that frees everything and then
+ * idles keeps resident in spares is at most this plus one span per class. */
+#define CC_SPARE_BYTES_TOTAL ((size_t)32 << 20)
+
+/* The spares' bytes counted against CC_SPARE_BYTES_TOTAL now. */
+size_t cc_spare_bytes_beyond_first(void);
 
 /* Each time the central cache has carved this many pages into new spans
  * (4 MiB), every class that no thread fetched from since the previous time
