@@ -232,7 +232,7 @@ TEST(SpanRefcount, SparesBeyondEachClasssFirstStayWithinOneTotal) {
     ASSERT_GT(own_bounds_beyond_first, CC_SPARE_BYTES_TOTAL) << "the classes' own bounds overshoot the total";
     ASSERT_NE(classes[0], classes[1]);
     ASSERT_NE(classes[1], classes[2]);
-    cc_release_cached();
+    cc_give_back_cached();
     ASSERT_EQ(cc_spare_bytes_beyond_first(), 0u);
     // All out first, then all home: carving (which may sweep idle classes'
     // spares away, CC_SWEEP_PAGES) is over before the first spare waits.
@@ -252,8 +252,8 @@ TEST(SpanRefcount, SparesBeyondEachClasssFirstStayWithinOneTotal) {
     std::vector<void *> one = Fetch(classes[0], 1);  // a spare reused leaves the total
     EXPECT_EQ(cc_spare_bytes_beyond_first(), beyond_first - (sc_span_pages(classes[0]) << HC_PAGE_SHIFT));
     Return(classes[0], one[0]);
-    cc_release_cached();
-    EXPECT_EQ(cc_spare_bytes_beyond_first(), 0u) << "released spares leave the total";
+    cc_give_back_cached();
+    EXPECT_EQ(cc_spare_bytes_beyond_first(), 0u) << "spares given back leave the total";
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
