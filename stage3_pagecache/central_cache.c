@@ -25,6 +25,8 @@
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
+ * Its read-only views (a class's census, the stats) and the hardened
+ * build's chain check are in central_cache_check.c, beside it.
  * May touch: the buckets, their transfer caches and their spans' object
  * lists (under the bucket lock), the page cache through pc_* (never with a
  * bucket lock held: see page_cache.h for the lock order), the page map
@@ -39,36 +41,12 @@
 #include "common/size_class.h"
 #include "common/trace.h"
 #include "common/track.h"
+#include "stage3_pagecache/central_cache_internal.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
 
-/* One whole batch in a transfer cache: a chain first..last of count objects
- * (last's link is not necessarily NULL). */
-typedef struct cc_batch {
-    void *first;
-    void *last;
-    uint32_t count;
-} cc_batch;
-
-/* Aligned (and so padded) to a cache line: two hot buckets side by side
- * would otherwise share a line, and each lock taken on one would evict the
- * other from every other core's cache (false sharing). */
-typedef struct cc_bucket {
-    hc_lock lock;
-    uint32_t batch_count;      /* transfer cache: batches[0..batch_count) */
-    uint32_t batch_capacity;   /* cc_transfer_capacity */
-    size_t transfer_objects;   /* in those batches, for stats */
-    hc_span spans;             /* sentinel: this class's spans in use that have free objects */
-    hc_span spares;            /* sentinel: its spans with every object free, the newest first */
-    size_t free_objects;       /* on both lists, for stats */
-    size_t span_bytes;         /* in spans this class holds now */
-    size_t empty_spans;        /* on the spares list */
-    uint8_t fetched;           /* cc_fetch came since the last idle sweep */
-    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
-} HC_CACHE_ALIGNED cc_bucket;
-
-static cc_bucket cc_buckets[HC_NUM_CLASSES];
+cc_bucket cc_buckets[HC_NUM_CLASSES];
 static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
 
 size_t cc_spares_kept(unsigned cls) {
@@ -131,7 +109,7 @@ static void cc_init(void) {
 
 /* Static zero-initialised mutexes are valid on glibc, but saying so
  * portably costs one pthread_once on the slow path. */
-static cc_bucket *cc_bucket_of(unsigned cls) {
+cc_bucket *cc_bucket_of(unsigned cls) {
     pthread_once(&cc_init_once, cc_init);
     return &cc_buckets[cls];
 }
@@ -330,25 +308,6 @@ static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **first, 
     }
     bucket->transfer_objects -= got;
     return got;
-}
-
-/* Hardened build (common/harden.h): every object of a chain that crosses
- * the central cache lies in a small span of its class, by the page map.
- * The default build checks objects only where it reads their spans. */
-static void cc_check_chain(unsigned cls, void *first, uint32_t n) {
-    if (!HC_HARDENED)
-        return;
-    void *obj = first;
-    for (uint32_t i = 0; i < n; i++) {
-        harden_check_class(obj, cls, pm_class_of(obj));
-        size_t class_offset;
-        if (!pm_small_object_start(obj, &class_offset) || class_offset != cls * PM_CLASS_STRIDE ||
-            pc_span_of(obj) == NULL ||
-            span_object_index(pc_span_of(obj), obj) < 0)
-            hc_fatal_pointer_why("malloc(): corrupted free list at", obj,
-                                 "a link points inside an object, not at its start");
-        obj = i + 1 < n ? fl_next(obj) : NULL;
-    }
 }
 
 static void cc_sweep_idle(void);
@@ -659,37 +618,4 @@ static void cc_sweep_idle(void) {
         else
             hc_lock_unlock(&bucket->lock);
     }
-}
-
-void cc_get_bucket_census(unsigned cls, cc_bucket_census *out) {
-    cc_bucket *bucket = cc_bucket_of(cls);
-    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-    out->batches = bucket->batch_count;
-    out->transfer_objects = bucket->transfer_objects;
-    out->span_free_objects = bucket->free_objects;
-    out->spans = 0;
-    for (hc_span *span = bucket->spans.next; span != &bucket->spans; span = span->next)
-        out->spans++;
-    for (hc_span *span = bucket->spares.next; span != &bucket->spares; span = span->next)
-        out->spans++;
-    out->empty_spans = bucket->empty_spans;
-    out->span_bytes = bucket->span_bytes;
-    hc_lock_unlock(&bucket->lock);
-}
-
-void cc_collect_stats(hc_stats *out) {
-    size_t central = 0, spans = 0;
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        cc_bucket *bucket = cc_bucket_of(cls);
-        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-        /* Objects in the transfer cache are free central objects too; they
-         * are counted out of their spans, like those in thread caches. */
-        central += (bucket->free_objects + bucket->transfer_objects) * sc_size(cls);
-        /* The tail of a span too small for one more object counts as in
-         * use: it is memory the class holds and nobody else can. */
-        spans += bucket->span_bytes;
-        hc_lock_unlock(&bucket->lock);
-    }
-    out->central_cache_bytes += central;
-    out->bytes_in_use += spans - central;
 }

@@ -1,0 +1,53 @@
+/* stage3_pagecache/central_cache_internal.h — layer 2 on the page cache:
+ * the buckets' state, shared by the central cache itself (central_cache.c)
+ * and its read-only views and checks (central_cache_check.c: the census,
+ * the stats, the hardened build's chain check). No other file includes it:
+ * everyone else goes through stage2_centralcache/central_cache.h. A
+ * bucket's fields are guarded by its lock. */
+#ifndef HC_CENTRAL_CACHE_INTERNAL_H_
+#define HC_CENTRAL_CACHE_INTERNAL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+#include "common/lock.h"
+#include "stage3_pagecache/span.h"
+#include "stage3_pagecache/transfer_cache.h"
+
+/* One whole batch in a transfer cache: a chain first..last of count objects
+ * (last's link is not necessarily NULL). */
+typedef struct cc_batch {
+    void *first;
+    void *last;
+    uint32_t count;
+} cc_batch;
+
+/* Aligned (and so padded) to a cache line: two hot buckets side by side
+ * would otherwise share a line, and each lock taken on one would evict the
+ * other from every other core's cache (false sharing). */
+typedef struct cc_bucket {
+    hc_lock lock;
+    uint32_t batch_count;      /* transfer cache: batches[0..batch_count) */
+    uint32_t batch_capacity;   /* cc_transfer_capacity */
+    size_t transfer_objects;   /* in those batches, for stats */
+    hc_span spans;             /* sentinel: this class's spans in use that have free objects */
+    hc_span spares;            /* sentinel: its spans with every object free, the newest first */
+    size_t free_objects;       /* on both lists, for stats */
+    size_t span_bytes;         /* in spans this class holds now */
+    size_t empty_spans;        /* on the spares list */
+    uint8_t fetched;           /* cc_fetch came since the last idle sweep */
+    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
+} HC_CACHE_ALIGNED cc_bucket;
+
+extern cc_bucket cc_buckets[HC_NUM_CLASSES];
+
+/* Class `cls`'s bucket, set up on the first call into the central cache. */
+cc_bucket *cc_bucket_of(unsigned cls);
+
+/* Hardened build: every object of the chain first.. (n objects) starts an
+ * object of class `cls` in one of its small spans, or the program stops.
+ * Nothing in the default build. */
+void cc_check_chain(unsigned cls, void *first, uint32_t n);
+
+#endif /* HC_CENTRAL_CACHE_INTERNAL_H_ */
