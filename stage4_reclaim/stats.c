@@ -49,7 +49,7 @@ static void write_report(hc_fd_out *o) {
     put_bytes_line(o, "  of which metadata                ", s.metadata_bytes);
     fd_out_put(o, "------------------------------------------------------------\n");
     put_bytes_line(o, "thread-cache budget                ", b.budget_bytes);
-    put_bytes_line(o, "  given to live threads as share   ", b.share_bytes);
+    put_bytes_line(o, "  held by live and parked caches   ", b.share_bytes);
     put_bytes_line(o, "  reserved by their lists' limits  ", b.capacity_bytes);
     fd_out_put(o, "live thread caches                 ");
     fd_out_put_u_width(o, b.live_caches, 14);
