@@ -28,7 +28,8 @@
  * Costs: up to HARDEN_GUARD_KEEP_BYTES, a memset at free and a zero check
  * when it leaves the quarantine, no system call once its mapping is a
  * spare of the same shape; above, two system calls (unprotect at malloc,
- * remap no-access at free) and a fault per page touched; a fresh mapping
+ * remap no-access at free) and a fault per page touched (per huge page
+ * from HARDEN_GUARD_HUGE_BYTES); a fresh mapping
  * two more (map, and unmap when it leaves the spares); and a table look-up
  * under one mutex per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
  * fast path, pay nothing (docs/design.md, section 6).
@@ -70,9 +71,14 @@
  * made it four times slower with them. */
 #define HARDEN_GUARD_KEEP_BYTES ((size_t)64 << 10)
 
+/* A guarded block this big or bigger asks the kernel for transparent huge
+ * pages (harden_guard.c): one x86-64 huge page. */
+#define HARDEN_GUARD_HUGE_BYTES ((size_t)2 << 20)
+
 /* Mappings out of the quarantine kept for reuse by a block of the same
- * mapping length (harden_guard.c): a program that frees many blocks, then
- * allocates many (rptest), finds one for each instead of mapping anew. */
+ * mapping length (harden_guard.c, a list per length): a program that frees
+ * many blocks, then allocates many (rptest), finds one for each instead of
+ * mapping anew. */
 #define HARDEN_GUARD_SPARES 512
 
 #if HC_HARDENED

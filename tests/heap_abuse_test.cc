@@ -474,6 +474,69 @@ TEST(HeapAbuseDeathTest, GuardedBlockFreesAreExact) {
     EXPECT_EXIT(hc_free(q), KilledBySignal(SIGABRT), kInvalid);
 }
 
+// The kilobytes of huge pages backing the mapping that holds p
+// (/proc/self/smaps' AnonHugePages), or -1 when it cannot be read.
+long HugeKilobytesAt(const void *p) {
+    FILE *smaps = fopen("/proc/self/smaps", "r");
+    if (smaps == nullptr) return -1;
+    long huge = -1;
+    bool in_it = false;
+    char line[512];
+    while (fgets(line, sizeof line, smaps) != nullptr) {
+        unsigned long start, end, kb;
+        if (sscanf(line, "%lx-%lx ", &start, &end) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in_it = start <= (uintptr_t)p && (uintptr_t)p < end;
+        else if (in_it && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+            huge = (long)kb;
+    }
+    fclose(smaps);
+    return huge;
+}
+
+// A guarded block of HARDEN_GUARD_HUGE_BYTES or more, written whole, sits
+// on huge pages: a fault per 2 MiB, not per page (harden_guard.c).
+TEST(HeapAbuse, BigGuardedBlocksGetHugePages) {
+    char mode[128] = "";
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (thp != nullptr) {
+        if (fgets(mode, sizeof mode, thp) == nullptr) mode[0] = 0;
+        fclose(thp);
+    }
+    if (strstr(mode, "[never]") != nullptr || mode[0] == 0)
+        GTEST_SKIP() << "the kernel gives no transparent huge pages here: " << mode;
+    constexpr size_t kSize = 8 << 20;
+    static_assert(kSize >= 2 * HARDEN_GUARD_HUGE_BYTES, "room for an aligned huge page");
+    char *p = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(p, nullptr);
+    memset(p, 'A', kSize);
+    EXPECT_GT(HugeKilobytesAt(p + kSize / 2), 0) << "no huge pages under the block";
+    hc_free(p);
+}
+
+// The process's mappings (lines of /proc/self/maps), or -1.
+int MappingCount() {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (maps == nullptr) return -1;
+    int lines = 0;
+    for (int c; (c = fgetc(maps)) != EOF;) lines += c == '\n';
+    fclose(maps);
+    return lines;
+}
+
+// Blocks freed past the quarantine leave their mappings as spares, and the
+// next blocks of the same length take them: no new mapping each.
+TEST(HeapAbuse, GuardedBlocksReuseSpareMappings) {
+    constexpr size_t kSize = 8 << 10;
+    constexpr int kSpares = HARDEN_GUARD_SPARES / 2, kTaken = HARDEN_GUARD_SPARES / 4;
+    static void *blocks[HARDEN_GUARD_QUARANTINE + kSpares];
+    for (void *&p : blocks) ASSERT_NE(p = hc_malloc(kSize), nullptr);
+    for (void *p : blocks) hc_free(p); /* kSpares of them leave the quarantine */
+    int before = MappingCount();
+    for (int i = 0; i < kTaken; i++) ASSERT_NE(blocks[i] = hc_malloc(kSize), nullptr);
+    EXPECT_LT(MappingCount() - before, kTaken / 4) << "a fresh mapping per block";
+    for (int i = 0; i < kTaken; i++) hc_free(blocks[i]);
+}
+
 // aligned_alloc's class-sized requests stay aligned, though right-aligned.
 TEST(HeapAbuse, GuardedBlocksKeepAlignedAllocsAligned) {
     for (size_t align : {64, 4096, 8192}) {
