@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 cache=()
-[ -d /work/.hc-disk-cache ] && cache=(--disk_cache=/work/.hc-disk-cache)
+[ -n "${HC_BAZEL_DISK_CACHE:-}" ] && cache=(--disk_cache="$HC_BAZEL_DISK_CACHE") # as tools/test.sh takes it
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
