@@ -32,6 +32,9 @@ typedef struct {
 
 static guard_entry *table;
 static size_t capacity, occupied /* live and gone */, live;
+/* The live blocks' usable bytes and their pages' bytes, for the stats
+ * (harden_guarded_collect_stats). Under guard_lock. */
+static size_t live_usable_bytes, live_page_bytes;
 
 typedef struct {
     uintptr_t base;
@@ -233,6 +236,8 @@ void *harden_guarded_alloc(size_t size) {
             occupied++;
         *e = (guard_entry){.user = user, .base = (uintptr_t)base, .len = len, .usable = end - user};
         live++;
+        live_usable_bytes += end - user;
+        live_page_bytes += end - first;
     }
     pthread_mutex_unlock(&guard_lock);
     if (room != 0) {
@@ -249,6 +254,13 @@ size_t harden_guarded_size(const void *p) {
     size_t usable = e != NULL ? e->usable : 0;
     pthread_mutex_unlock(&guard_lock);
     return usable;
+}
+
+void harden_guarded_collect_stats(hc_stats *out) {
+    pthread_mutex_lock(&guard_lock);
+    out->bytes_in_use += live_usable_bytes;
+    out->os_mapped_bytes += live_page_bytes;
+    pthread_mutex_unlock(&guard_lock);
 }
 
 /* A kept mapping leaving the quarantine: its bytes must be the zeros free
@@ -281,6 +293,8 @@ int harden_guarded_free(void *p) {
             gone.first = first, gone.end = end;
         e->user = GUARD_GONE;
         live--;
+        live_usable_bytes -= e->usable;
+        live_page_bytes -= end - first;
     }
     pthread_mutex_unlock(&guard_lock);
     if (e == NULL)

@@ -44,6 +44,7 @@
 
 #include "common/compiler.h"
 #include "common/harden.h"
+#include "common/hcmalloc.h"
 
 /* Blocks this big or bigger are guarded: one OS page, the size from which
  * a guard page costs at most as much address space as the block. */
@@ -100,12 +101,18 @@ size_t harden_guarded_size(const void *p);
  * (the caller goes on: another kind of block, or an invalid pointer). */
 int harden_guarded_free(void *p);
 
+/* Adds the live guarded blocks to hc_get_stats' figures: their usable
+ * bytes to bytes_in_use, their pages to os_mapped_bytes (the page cache
+ * never sees them; the no-access guards are address space only). */
+void harden_guarded_collect_stats(hc_stats *out);
+
 #else /* !HC_HARDENED: no guarded blocks */
 
 HC_INLINE int harden_guards(size_t size) { (void)size; return 0; }
 HC_INLINE void *harden_guarded_alloc(size_t size) { (void)size; return NULL; }
 HC_INLINE size_t harden_guarded_size(const void *p) { (void)p; return 0; }
 HC_INLINE int harden_guarded_free(void *p) { (void)p; return 0; }
+HC_INLINE void harden_guarded_collect_stats(hc_stats *out) { (void)out; }
 
 #endif /* HC_HARDENED */
 

@@ -637,6 +637,7 @@ HC_EXPORT void hc_get_stats(hc_stats *out) {
     pc_collect_stats(out); /* free spans, and large blocks in use */
     out->os_mapped_bytes = os_mapped_bytes();
     out->metadata_bytes = pool_mapped_bytes(); /* span records, page-map nodes, caches */
+    harden_guarded_collect_stats(out); /* the hardened build's guarded blocks */
     out->oom_rescues = __atomic_load_n(&oom_rescues, __ATOMIC_RELAXED);
     hc_layer_collect_stats(out); /* stage 4: the budget, the heap limit */
 }
