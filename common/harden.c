@@ -3,6 +3,7 @@
  * getrandom(2), reports from fatal.c's write(2). */
 #define _GNU_SOURCE /* syscall, clock_gettime */
 #include "common/harden.h"
+#include "common/harden_guard.h"
 
 #if HC_HARDENED
 
@@ -93,6 +94,18 @@ void *harden_zero_size_alloc(void) {
     zero_next += 16;
     pthread_mutex_unlock(&zero_lock);
     return p;
+}
+
+/* The hardened build's own locks across fork(), after every allocator
+ * lock (stage 4's fork.c): neither is held while another lock is taken. */
+void harden_fork_lock(void) {
+    pthread_mutex_lock(&zero_lock);
+    harden_guard_fork_lock();
+}
+
+void harden_fork_unlock(void) {
+    harden_guard_fork_unlock();
+    pthread_mutex_unlock(&zero_lock);
 }
 
 /* Lock-free: regions are only added, each published before the count. */

@@ -83,6 +83,11 @@ void *harden_zero_size_alloc(void);
 /* Whether `p` came from harden_zero_size_alloc (free: nothing to do). */
 int harden_is_zero_size(const void *p);
 
+/* The hardened build's locks (malloc(0)'s, the guarded blocks') across
+ * fork(): stage 4's fork handlers take them after every allocator lock. */
+void harden_fork_lock(void);
+void harden_fork_unlock(void);
+
 /* A decoded link with any of these bits set is not one the allocator wrote. */
 #define HARDEN_BAD_LINK_BITS (~(((uintptr_t)1 << 47) - 1) | (uintptr_t)15)
 
@@ -181,6 +186,8 @@ HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
 /* malloc(0) is the smallest class's object; nothing else is zero-sized. */
 HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }
 HC_INLINE int harden_is_zero_size(const void *p) { (void)p; return 0; }
+HC_INLINE void harden_fork_lock(void) {}
+HC_INLINE void harden_fork_unlock(void) {}
 
 HC_INLINE void harden_init(void) {}
 HC_INLINE uintptr_t harden_slot_key(const void *slot) { (void)slot; return 0; }

@@ -198,12 +198,14 @@ void *harden_guarded_alloc(size_t size) {
     pthread_mutex_unlock(&guard_lock);
     if (spare.len != 0)
         base = (char *)spare.base;
-    if (base == NULL)
+    if (base == NULL) {
         base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) {
+        if (base == MAP_FAILED && harden_guarded_drain() != 0) /* freed blocks held the room */
+            base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         errno = saved_errno;
-        return NULL;
     }
+    if (base == MAP_FAILED)
+        return NULL;
     uintptr_t user = ((uintptr_t)base + HARDEN_GUARD_BELOW + data - size) & ~(uintptr_t)(align - 1);
     uintptr_t first = user & ~(uintptr_t)(page - 1);
     uintptr_t end = (user + size + page - 1) & ~(uintptr_t)(page - 1); /* the guard after */
@@ -282,7 +284,44 @@ static void check_still_zero(const guard_mapping *m) {
     }
 }
 
+/* Every mapping in the quarantine and the spares back to the OS, the
+ * quarantine's kept blocks checked first as when they leave it: freed
+ * guarded blocks hold address space (HARDEN_GUARD_BELOW and a guard page
+ * each), and under an address-space limit (RLIMIT_AS) that is what a new
+ * block lacks. Their addresses may then recur at once: only where the OS
+ * already said no. Returns the bytes of address space given back. */
+size_t harden_guarded_drain(void) {
+    size_t bytes = 0;
+    pthread_mutex_lock(&guard_lock);
+    for (unsigned i = 0; i < HARDEN_GUARD_QUARANTINE; i++) {
+        guard_mapping *m = &quarantine[i];
+        if (m->len == 0)
+            continue;
+        if (m->end != 0)
+            check_still_zero(m);
+        munmap((void *)m->base, m->len);
+        bytes += m->len;
+        *m = (guard_mapping){0, 0, 0, 0};
+    }
+    for (unsigned list = 0; spares_ready && list < SPARE_LISTS; list++) {
+        while (spare_heads[list] != SPARE_NONE) {
+            unsigned short i = spare_heads[list];
+            munmap((void *)spares[i].mapping.base, spares[i].mapping.len);
+            bytes += spares[i].mapping.len;
+            spare_heads[list] = spares[i].next;
+            spares[i].next = spare_unused;
+            spare_unused = i;
+        }
+    }
+    pthread_mutex_unlock(&guard_lock);
+    return bytes;
+}
+
+void harden_guard_fork_lock(void) { pthread_mutex_lock(&guard_lock); }
+void harden_guard_fork_unlock(void) { pthread_mutex_unlock(&guard_lock); }
+
 int harden_guarded_free(void *p) {
+    int saved_errno = errno; /* free never changes errno (POSIX 2024; glibc's tst-free-errno) */
     pthread_mutex_lock(&guard_lock);
     guard_entry *e = find((uintptr_t)p);
     guard_mapping gone = {0, 0, 0, 0};
@@ -313,14 +352,17 @@ int harden_guarded_free(void *p) {
     quarantine[quarantine_next] = gone;
     quarantine_next = (quarantine_next + 1) % HARDEN_GUARD_QUARANTINE;
     pthread_mutex_unlock(&guard_lock);
-    if (oldest.len == 0)
+    if (oldest.len == 0) {
+        errno = saved_errno;
         return 1;
+    }
     check_still_zero(&oldest);
     pthread_mutex_lock(&guard_lock); /* out of the quarantine: a spare, if one is unused */
     oldest = spare_put(oldest);
     pthread_mutex_unlock(&guard_lock);
     if (oldest.len != 0)
         munmap((void *)oldest.base, oldest.len);
+    errno = saved_errno;
     return 1;
 }
 

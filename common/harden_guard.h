@@ -106,6 +106,16 @@ int harden_guarded_free(void *p);
  * never sees them; the no-access guards are address space only). */
 void harden_guarded_collect_stats(hc_stats *out);
 
+/* Unmaps every freed guarded block still held (the quarantine, the
+ * spares): the out-of-memory retry's last resort (stage 4's
+ * hc_layer_reclaim_for_retry) and a failed mapping's. Bytes given back. */
+size_t harden_guarded_drain(void);
+
+/* The table's lock across fork() (stage 4's fork.c takes it last, after
+ * every allocator lock: nothing holding it takes another). */
+void harden_guard_fork_lock(void);
+void harden_guard_fork_unlock(void);
+
 #else /* !HC_HARDENED: no guarded blocks */
 
 HC_INLINE int harden_guards(size_t size) { (void)size; return 0; }
@@ -113,6 +123,9 @@ HC_INLINE void *harden_guarded_alloc(size_t size) { (void)size; return NULL; }
 HC_INLINE size_t harden_guarded_size(const void *p) { (void)p; return 0; }
 HC_INLINE int harden_guarded_free(void *p) { (void)p; return 0; }
 HC_INLINE void harden_guarded_collect_stats(hc_stats *out) { (void)out; }
+HC_INLINE size_t harden_guarded_drain(void) { return 0; }
+HC_INLINE void harden_guard_fork_lock(void) {}
+HC_INLINE void harden_guard_fork_unlock(void) {}
 
 #endif /* HC_HARDENED */
 

@@ -143,8 +143,9 @@ void tc_collect_stats(hc_stats *out);
  * A small block of class `cls`, already checked and noted by the caller,
  * that the fast path did not push: the thread has no cache yet, or the
  * list is at its limit. Written once here for the two malloc.c files, stage
- * 1's and stage 3's (stages 2 and 4 compile those by label). */
-static inline HC_NOINLINE void tc_free_small_slow(void *obj, unsigned cls) {
+ * 1's and stage 3's (stages 2 and 4 compile those by label). Not inline: each file that
+ * calls it gets one copy, off the fast path. */
+static HC_NOINLINE HC_UNUSED void tc_free_small_slow(void *obj, unsigned cls) {
     int saved_errno = errno; /* free never changes errno; creating a cache may */
     tc_cache *tc = tc_get_or_create();
     /* The fast path cannot afford this compare; here it is free. Pushed

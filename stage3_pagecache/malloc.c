@@ -545,7 +545,9 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
     if (harden_is_zero_size(ptr)) /* hardened malloc(0): no bytes to copy */
         return size == 0 ? NULL : hc_malloc(size);
     size_t guarded = harden_guarded_size(ptr);
-    if (guarded != 0) /* hardened: always moves, so a stale pointer faults */
+    if (guarded != 0 && size != 0 && size <= guarded)
+        return ptr; /* it fits: realloc to malloc_usable_size keeps a block (glibc's tst-realloc) */
+    if (guarded != 0) /* hardened: a block that grows moves, so a stale pointer faults */
         return realloc_guarded(ptr, guarded, size);
     hc_span *span = block_span(ptr, "realloc(): invalid pointer");
     if (size == 0) {

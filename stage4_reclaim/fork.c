@@ -2,12 +2,14 @@
  *
  * See reclaim.h for the lock order and why it cannot deadlock.
  * May touch: every layer's locks (through tc_fork_lock, cc_bucket_lock,
- * pc_lock_all), the profiler's (hc_fork_set_outer_locks) and stdio's list
+ * pc_lock_all), the hardened build's (harden_fork_lock), the profiler's
+ * (hc_fork_set_outer_locks) and stdio's list
  * lock, nothing else. */
 #include <pthread.h>
 #include <sys/single_threaded.h>
 
 #include "common/compiler.h"
+#include "common/harden.h"
 #include "common/lock.h"
 #include "common/size_class.h"
 #include "stage2_centralcache/central_cache.h"
@@ -61,6 +63,7 @@ void hc_fork_prepare(void) {
     for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
         hc_lock_acquire(cc_bucket_lock(cls));
     pc_lock_all();
+    harden_fork_lock(); /* the hardened build's own (common/harden.h); none otherwise */
     /* Every allocator lock is ours now: a prepare handler that runs after
      * this one (registered before hcmalloc's) may still allocate, and its
      * lock operations must not wait for this thread (common/lock.h). */
@@ -78,6 +81,7 @@ static void hc_fork_unlock(int in_child) {
         return;
     }
     hc_lock_fork_owner = 0; /* so that the unlocks below happen */
+    harden_fork_unlock();
     pc_unlock_all();
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
         hc_lock_unlock(cc_bucket_lock(cls));

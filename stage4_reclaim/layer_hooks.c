@@ -19,6 +19,7 @@
  * May touch: the thread cache (tc_flush_current), the central cache
  * (cc_give_back_cached), the page cache (pc_release_all, pc_unmap_free_spans),
  * fork.c. */
+#include "common/harden_guard.h"
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/layer_hooks.h"
 #include "stage3_pagecache/transfer_cache.h"
@@ -50,6 +51,7 @@ int hc_layer_reclaim_for_retry(void) {
     tc_flush_current();
     cc_give_back_cached();
     pc_unmap_free_spans();
+    harden_guarded_drain(); /* the hardened build's freed guarded blocks (common/harden_guard.h) */
     return 1;
 }
 
