@@ -546,6 +546,31 @@ TEST(HeapAbuse, GuardedBlocksKeepAlignedAllocsAligned) {
         hc_free(p);
     }
 }
+
+// What a program may count on from any malloc, guarded blocks included
+// (glibc's tst-realloc asks the same): a realloc that fits the usable size
+// keeps the block, and the stats see it.
+TEST(HeapAbuse, GuardedBlocksBehaveAsAnyBlock) {
+    hc_stats before, during;
+    hc_get_stats(&before);
+    void *p = hc_malloc(100000);
+    ASSERT_NE(p, nullptr);
+    hc_get_stats(&during);
+    EXPECT_GE(during.bytes_in_use, before.bytes_in_use + 100000) << "a guarded block is in use";
+    EXPECT_GE(during.os_mapped_bytes, during.bytes_in_use);
+    size_t usable = hc_usable_size(p);
+    EXPECT_EQ(hc_realloc(p, usable), p) << "realloc to the usable size moved the block";
+    hc_free(p);
+}
+
+// Freed guarded blocks hold address space (the quarantine, the spares): an
+// out-of-memory retry gives it back, so what was freed can be had again.
+TEST(HeapAbuse, FreedGuardedBlocksGiveTheirAddressSpaceBack) {
+    for (int i = 0; i < 8; i++)
+        hc_free(hc_malloc(200000));
+    EXPECT_GT(harden_guarded_drain(), 0u) << "the quarantine held nothing";
+    EXPECT_EQ(harden_guarded_drain(), 0u) << "a second drain found more";
+}
 #endif
 
 }  // namespace
