@@ -213,7 +213,7 @@ void *harden_guarded_alloc(size_t size) {
      * system call. One of another shape is made no-access first. */
     int ready = spare.first == first && spare.end == end;
     if (!ready && spare.end != 0 && mprotect(base, len, PROT_NONE) != 0)
-        spare.end = 0; /* still readable: cleared below all the same */
+        spare.end = 0; /* still readable, and all zero: checked as it left the quarantine */
     if (!ready && mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) {
         munmap(base, len);
         errno = saved_errno;
