@@ -1,4 +1,5 @@
-/* stage3_pagecache/heap_map.h — a picture of the page heap (stages 3 and 4).
+/* stage3_pagecache/heap_map.h — a picture of the page heap (stage 3's, which
+ * stage 4 keeps).
  *
  * hc_dump_heap_svg draws the heap as it is at one moment: every run of
  * contiguous heap address space as a strip of pages, each span coloured by

@@ -3,6 +3,8 @@
 # program with LIB preloaded; each must exit 0 and print its PASS line (the
 # programs themselves verify that libhcmalloc.so answered their calls).
 set -u
+# No program given would be a test that cannot fail: a BUILD slip, not a pass.
+[ $# -ge 2 ] || { echo "usage: dropin_run_checks.sh LIB PROGRAM..." >&2; exit 2; }
 lib="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 shift
 status=0

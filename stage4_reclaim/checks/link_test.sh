@@ -6,6 +6,8 @@
 # malloc / operator new (malloc_usable_size 33 -> 48, hc_get_property), and
 # the static programs must carry the allocator in themselves.
 set -u
+# A missing argument would leave the include path empty and test nothing meant.
+[ $# -eq 5 ] || { echo "usage: link_test.sh STATIC_LIB SHARED_LIB PROG.c PROG.cc HCMALLOC_H" >&2; exit 2; }
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 static_dir=$(dirname "$(abs "$1")")
 shared_dir=$(dirname "$(abs "$2")")
