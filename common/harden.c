@@ -18,6 +18,7 @@
 #include "common/fatal.h"
 
 uintptr_t hc_harden_key;
+const uintptr_t hc_harden_bad_link_bits = HARDEN_BAD_LINK_BITS;
 
 /* A key whose bits 47..63 are not all zero, so that a link decoded from a
  * raw user-space address (or from 0) always fails harden_decode's check. */

@@ -91,6 +91,25 @@ void harden_fork_unlock(void);
 /* A decoded link with any of these bits set is not one the allocator wrote. */
 #define HARDEN_BAD_LINK_BITS (~(((uintptr_t)1 << 47) - 1) | (uintptr_t)15)
 
+/* The same mask in memory (harden.c), for the fast paths' link checks: x86
+ * tests a register against memory in one instruction, where the constant
+ * takes two (a 64-bit `movabs` into a register, then the test). Hidden, as
+ * the key is: no GOT load. */
+extern const uintptr_t hc_harden_bad_link_bits __attribute__((visibility("hidden")));
+
+/* Whether `next` has a bad bit. On x86 an explicit `test` against the mask
+ * in memory: gcc would copy `next` and `and` it, one instruction more where
+ * `next` is still needed (fl_pop's new head). */
+HC_INLINE int harden_link_is_bad(uintptr_t next) {
+#if defined(__x86_64__)
+    unsigned char bad;
+    __asm__("testq %2, %1" : "=@ccnz"(bad) : "r"(next), "m"(hc_harden_bad_link_bits));
+    return bad;
+#else
+    return (next & hc_harden_bad_link_bits) != 0;
+#endif
+}
+
 /* Random, set once before the first link is written (harden_init), then
  * only read. Hidden on the declaration too: in the drop-in (-fPIC) a plain
  * extern is reached through the GOT, one load more on every malloc and free. */
@@ -113,7 +132,7 @@ __attribute__((noreturn, cold)) void harden_free_of_free(const void *slot);
 
 HC_INLINE void *harden_decode(const void *slot, uintptr_t stored, uintptr_t t) {
     uintptr_t next = stored ^ t;
-    if (HC_UNLIKELY(next & HARDEN_BAD_LINK_BITS))
+    if (HC_UNLIKELY(harden_link_is_bad(next)))
         harden_corrupt_link(slot);
     return (void *)next;
 }
@@ -149,7 +168,7 @@ HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
 HC_INLINE int harden_link_behind(void *head, void *slot, uintptr_t t) {
     uintptr_t *h = (uintptr_t *)head, *s = (uintptr_t *)slot;
     uintptr_t next = h[0] ^ t ^ (uintptr_t)slot ^ (uintptr_t)head; /* t ^ slot ^ head: head's key */
-    if (HC_UNLIKELY(next & HARDEN_BAD_LINK_BITS))
+    if (HC_UNLIKELY(harden_link_is_bad(next)))
         return 0;
     s[0] = next ^ t;
     s[1] = t;
