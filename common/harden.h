@@ -69,12 +69,47 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
 /* Bytes of a free object the allocator writes: the link and the tag. */
 #define FREE_LINK_AND_TAG_BYTES (2 * sizeof(void *))
 
-/* The program gets `slot`: it is no longer free (both builds' tag lives in
- * the second word). Every hand-out calls it: fl_pop in the hardened build,
- * stage 3's malloc.c in the default one (free_list.h, FL_POP_CLEARS_TAG). */
-HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+/* The 16-byte class. In the hardened build it serves requests of 1..8
+ * bytes (size_class.h, SC_CANARY_CLASS_MAX_REQUEST) and its second word is
+ * the canary: below. */
+#define HARDEN_CANARY_CLASS 2
 
 #if HC_HARDENED
+
+/* What every hand-out writes over a block's first two words: 0 over the
+ * link, so that a live block holds no encoded link (whose next address a
+ * program can learn, and with it the key), and the canary over the tag.
+ * [0] stays 0; harden_init sets [1], random, with no zero byte (a one-byte
+ * overflow of 0, a string's terminator, changes it), before the first
+ * hand-out. 16-byte aligned: one vector load takes both words. */
+extern uintptr_t hc_harden_hand_out_words[2] __attribute__((visibility("hidden"), aligned(16)));
+
+/* The program gets `slot`: it is no longer free. Every hand-out calls it
+ * (fl_pop, and the slow paths where a refill skips fl_pop): one 16-byte
+ * store, as many instructions as clearing the tag alone took, plus the
+ * load. Every class's blocks are 16-byte aligned (size_class.h). */
+HC_INLINE void free_tag_clear(void *slot) {
+    typedef uintptr_t two_words __attribute__((vector_size(16)));
+    typedef uintptr_t two_words_at __attribute__((vector_size(16), aligned(8), may_alias));
+    *(two_words_at *)slot = *(const two_words *)hc_harden_hand_out_words;
+}
+
+/* The canary of a 16-byte block (HARDEN_CANARY_CLASS): its second word,
+ * the 8 bytes right after the 8 the program may use, written at hand-out
+ * and checked when the block comes back (stage 3's hc_free and
+ * hc_free_sized, and hc_realloc when the block stays). A write one byte or
+ * more past an 8-byte block changes it: the program stops at that free
+ * with harden_overflow's message, before the block is reused. Blocks of
+ * the other classes carry none (their last word would need the class size
+ * on free's fast path: docs/design.md, section 6). */
+HC_INLINE int harden_canary_intact(const void *slot) {
+    return ((const uintptr_t *)slot)[1] == hc_harden_hand_out_words[1];
+}
+
+/* The canary was found overwritten: the program stops. The _last form is
+ * for a caller that calls it last (not noreturn, so the call is a jump). */
+__attribute__((noreturn, cold)) void harden_overflow(const void *slot);
+__attribute__((cold)) void harden_overflow_last(const void *slot);
 
 /* malloc(0): a unique address that faults when touched; NULL (errno
  * ENOMEM) if no address space is left for one. */
@@ -201,6 +236,16 @@ HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
     } while (0)
 
 #else /* !HC_HARDENED: the plain link, and free's tag */
+
+/* The program gets `slot`: it is no longer free (the tag lives in the
+ * second word). Stage 3's malloc.c calls it at every hand-out (free_list.h,
+ * FL_POP_CLEARS_TAG). */
+HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+
+/* No canary: the 16-byte class holds 16 bytes of the program's. */
+HC_INLINE int harden_canary_intact(const void *slot) { (void)slot; return 1; }
+HC_INLINE void harden_overflow(const void *slot) { (void)slot; }
+HC_INLINE void harden_overflow_last(const void *slot) { (void)slot; }
 
 /* malloc(0) is the smallest class's object; nothing else is zero-sized. */
 HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }

@@ -124,6 +124,22 @@ static void check_empty_list(const hc_free_list *list) {
                              "its count says objects are left: a double free or a write after free");
 }
 
+/* A small block comes back (hc_free, hc_realloc: by the page map's class
+ * offset): whether a 16-byte block's canary is intact (common/harden.h; the
+ * hardened build only, 1 in the default one). A caller that gets 0 stops
+ * the program with harden_overflow, or harden_overflow_last as its last
+ * call (then the fast path keeps no frame for it). The word lies past the
+ * bytes the program owns, so a checker is told that the allocator reads it. */
+HC_INLINE int canary_intact(void *ptr, size_t class_offset) {
+    int intact = 1;
+    if (HC_HARDENED && HC_UNLIKELY(class_offset == HARDEN_CANARY_CLASS * PM_CLASS_STRIDE)) {
+        track_internal_begin(ptr, FREE_LINK_AND_TAG_BYTES);
+        intact = harden_canary_intact(ptr);
+        track_internal_end(ptr, FREE_LINK_AND_TAG_BYTES);
+    }
+    return intact;
+}
+
 /* hc_free's push. The hardened build puts the block second, behind the
  * list's head (harden_link_behind), so that the next malloc of its class
  * returns another block; with an empty list it is the head. */
@@ -397,6 +413,11 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
      * free_sized_beyond_table before anything reads or notes the block (the
      * hardened build's malloc(0) address has no class at all). */
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
+        if (HC_HARDENED && HC_UNLIKELY(size <= SC_CANARY_CLASS_MAX_REQUEST) &&
+            !canary_intact(ptr, HARDEN_CANARY_CLASS * PM_CLASS_STRIDE)) {
+            harden_overflow_last(ptr);
+            return;
+        }
         note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
         if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
@@ -416,6 +437,10 @@ HC_EXPORT void hc_free(void *ptr) {
      * slow path, which stops an invalid pointer. */
     size_t class_offset;
     if (HC_LIKELY(pm_small_object_start(ptr, &class_offset))) {
+        if (HC_UNLIKELY(!canary_intact(ptr, class_offset))) { /* hardened: an 8-byte block's */
+            harden_overflow_last(ptr);
+            return;
+        }
         hc_free_list *list = (hc_free_list *)((char *)tc_current + class_offset);
         HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, (unsigned)(class_offset / PM_CLASS_STRIDE), !fl_full(list));
         /* The limit first: class 0 (NULL) finds lists[0], always full, and
@@ -472,9 +497,13 @@ HC_EXPORT void *hc_calloc(size_t count, size_t size) {
     return p;
 }
 
-/* Bytes usable at `ptr`: its class's object size, or its span's length. */
+/* Bytes usable at `ptr`: its class's object size (but the canary's word of
+ * a hardened 16-byte block: SC_CANARY_CLASS_MAX_REQUEST), or its span's
+ * length. */
 static size_t block_size(hc_span *span) {
-    return span->state == SPAN_SMALL ? span->object_size : span_bytes(span);
+    if (span->state != SPAN_SMALL)
+        return span_bytes(span);
+    return span->size_class == HARDEN_CANARY_CLASS ? SC_CANARY_CLASS_MAX_REQUEST : span->object_size;
 }
 
 /* The span of a block the program passes back; invalid pointers stop. */
@@ -602,6 +631,8 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
 #if HC_DEBUG
         block_span(ptr, "realloc(): invalid pointer");
 #endif
+        if (!canary_intact(ptr, class_offset)) /* hardened: the block stays, checked */
+            harden_overflow(ptr);
         track_resize(ptr, sc_size((unsigned)(class_offset / PM_CLASS_STRIDE)), size);
         return ptr;
     }
