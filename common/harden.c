@@ -45,10 +45,7 @@ static uintptr_t harden_fresh_key(void) {
     return key;
 }
 
-/* The canary of 16-byte blocks (harden.h): random, with no zero byte, so
- * that a one-byte overflow of any value, 0 included, changes it. */
-static uintptr_t harden_fresh_canary(void) {
-    uintptr_t canary = harden_random_word();
+uintptr_t harden_canary_of(uintptr_t canary) {
     for (unsigned shift = 0; shift < 64; shift += 8)
         if (((canary >> shift) & 0xff) == 0)
             canary |= (uintptr_t)0xa5 << shift;
@@ -62,7 +59,7 @@ void harden_init(void) {
     /* The canary first, then the key: a thread that sees the key (the
      * acquire load above) sees the canary too. Two threads may race here:
      * the first canary and the first key stored win, and both use them. */
-    uintptr_t expected = 0, canary = harden_fresh_canary();
+    uintptr_t expected = 0, canary = harden_canary_of(harden_random_word());
     __atomic_compare_exchange_n(&hc_harden_hand_out_words[1], &expected, canary, 0,
                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     uintptr_t key = harden_fresh_key();

@@ -102,6 +102,10 @@ HC_INLINE void free_tag_clear(void *slot) {
  * with harden_overflow's message, before the block is reused. Blocks of
  * the other classes carry none (their last word would need the class size
  * on free's fast path: docs/design.md, section 6). */
+/* The canary harden_init makes of a random word: its zero bytes set (to
+ * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
+uintptr_t harden_canary_of(uintptr_t random_word);
+
 HC_INLINE int harden_canary_intact(const void *slot) {
     return ((const uintptr_t *)slot)[1] == hc_harden_hand_out_words[1];
 }
@@ -243,6 +247,10 @@ HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
 HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
 
 /* No canary: the 16-byte class holds 16 bytes of the program's. */
+/* The canary harden_init makes of a random word: its zero bytes set (to
+ * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
+uintptr_t harden_canary_of(uintptr_t random_word);
+
 HC_INLINE int harden_canary_intact(const void *slot) { (void)slot; return 1; }
 HC_INLINE void harden_overflow(const void *slot) { (void)slot; }
 HC_INLINE void harden_overflow_last(const void *slot) { (void)slot; }
