@@ -18,11 +18,17 @@
  *     are also checked against the page map (the object lies in a small
  *     span of the list's class: central_cache.c);
  *   - a free object carries a tag in its second word (word1 = t), which
- *     malloc clears: free of an object whose tag is set is a double free,
+ *     every hand-out overwrites: free of an object whose tag is set is a double free,
  *     confirmed in O(1) by its link decoding to a valid pointer, and stops
  *     at the call (glibc's tcache key, without its list walk). A slot never
  *     handed out is tagged from the moment it is carved, so its free stops
  *     too;
+ *   - an 8-byte block (a request of 1..8 bytes: the 16-byte class, which
+ *     serves no more in this build) carries a canary in its second word,
+ *     random and with no zero byte, written at every hand-out (which also
+ *     clears the link word: a live block holds no encoded link) and
+ *     checked when the block comes back (harden_canary_intact): a write
+ *     past its 8 bytes stops the program at that free or realloc;
  *   - malloc(0) returns a unique address in memory mapped with no access,
  *     so reading or writing the zero bytes it owns faults; free and
  *     realloc know these addresses (harden_is_zero_size);
@@ -48,7 +54,8 @@
  * build all but the tag compile to the plain link and nothing, so the
  * sized fast path is unchanged (tools/measure/count_fastpath.sh). Cost in each
  * build: see docs/design.md, section 6.
- * May touch: the first two words of free objects; the key (harden.c). */
+ * May touch: the first two words of free objects, and of objects handed
+ * out (the cleared link, the canary); the key and the canary (harden.c). */
 #ifndef HC_HARDEN_H_
 #define HC_HARDEN_H_
 
@@ -56,6 +63,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/track.h"
 
 #ifndef HC_HARDENED
 #define HC_HARDENED 0
@@ -106,8 +114,12 @@ HC_INLINE void free_tag_clear(void *slot) {
  * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
 uintptr_t harden_canary_of(uintptr_t random_word);
 
-HC_INLINE int harden_canary_intact(const void *slot) {
-    return ((const uintptr_t *)slot)[1] == hc_harden_hand_out_words[1];
+HC_INLINE int harden_canary_intact(void *slot) {
+    uintptr_t *canary = (uintptr_t *)slot + 1; /* past the program's bytes: a checker is told */
+    track_internal_begin(canary, sizeof *canary);
+    int intact = *canary == hc_harden_hand_out_words[1];
+    track_internal_end(canary, sizeof *canary);
+    return intact;
 }
 
 /* The canary was found overwritten: the program stops. The _last form is
@@ -251,7 +263,7 @@ HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
  * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
 uintptr_t harden_canary_of(uintptr_t random_word);
 
-HC_INLINE int harden_canary_intact(const void *slot) { (void)slot; return 1; }
+HC_INLINE int harden_canary_intact(void *slot) { (void)slot; return 1; }
 HC_INLINE void harden_overflow(const void *slot) { (void)slot; }
 HC_INLINE void harden_overflow_last(const void *slot) { (void)slot; }
 
