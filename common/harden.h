@@ -110,10 +110,6 @@ HC_INLINE void free_tag_clear(void *slot) {
  * with harden_overflow's message, before the block is reused. Blocks of
  * the other classes carry none (their last word would need the class size
  * on free's fast path: docs/design.md, section 6). */
-/* The canary harden_init makes of a random word: its zero bytes set (to
- * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
-uintptr_t harden_canary_of(uintptr_t random_word);
-
 HC_INLINE int harden_canary_intact(void *slot) {
     uintptr_t *canary = (uintptr_t *)slot + 1; /* past the program's bytes: a checker is told */
     track_internal_begin(canary, sizeof *canary);
@@ -121,6 +117,10 @@ HC_INLINE int harden_canary_intact(void *slot) {
     track_internal_end(canary, sizeof *canary);
     return intact;
 }
+
+/* The canary harden_init makes of a random word: its zero bytes set (to
+ * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
+uintptr_t harden_canary_of(uintptr_t random_word);
 
 /* The canary was found overwritten: the program stops. The _last form is
  * for a caller that calls it last (not noreturn, so the call is a jump). */
@@ -259,10 +259,6 @@ HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
 HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
 
 /* No canary: the 16-byte class holds 16 bytes of the program's. */
-/* The canary harden_init makes of a random word: its zero bytes set (to
- * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
-uintptr_t harden_canary_of(uintptr_t random_word);
-
 HC_INLINE int harden_canary_intact(void *slot) { (void)slot; return 1; }
 HC_INLINE void harden_overflow(const void *slot) { (void)slot; }
 HC_INLINE void harden_overflow_last(const void *slot) { (void)slot; }

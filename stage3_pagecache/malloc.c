@@ -125,7 +125,7 @@ static void check_empty_list(const hc_free_list *list) {
 }
 
 /* The page map's class offset of the 16-byte class, whose blocks carry the
- * hardened build's canary (common/harden.h; 1 and nothing by default). */
+ * hardened build's canary (common/harden.h; the default build checks nothing). */
 #define CANARY_CLASS_OFFSET (HARDEN_CANARY_CLASS * PM_CLASS_STRIDE)
 
 /* ---- Out of memory: rescues (layer_hooks.h) ------------------------------------- */
