@@ -128,6 +128,35 @@ HC_INLINE void fl_push(hc_free_list *list, void *obj) {
     fl_room_down(list);
 }
 
+/* hc_free's push (stage 3). The hardened build links the block behind the
+ * list's head (harden_link_behind), so that the next malloc of its class
+ * returns another block; with an empty list, and in the default build, the
+ * block is the head. The tag is compared first, for either list: then the
+ * compare reads the block's word straight from memory, once. */
+HC_INLINE void fl_push_freed(hc_free_list *list, void *obj) {
+#if HC_HARDENED
+    uintptr_t t = harden_slot_key(obj);
+    track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
+    harden_check_not_free(obj, t);
+    track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
+    void *head = list->head;
+    if (HC_LIKELY(head != NULL)) {
+        track_internal_begin(obj, FREE_LINK_AND_TAG_BYTES);
+        track_internal_begin(head, FREE_LINK_AND_TAG_BYTES);
+        int linked = harden_link_behind(head, obj, t);
+        track_internal_end(head, FREE_LINK_AND_TAG_BYTES);
+        track_internal_end(obj, FREE_LINK_AND_TAG_BYTES);
+        if (HC_UNLIKELY(!linked)) {
+            harden_corrupt_link_last(head); /* head's link was overwritten */
+            return;
+        }
+        fl_room_down(list);
+        return;
+    }
+#endif
+    fl_push(list, obj);
+}
+
 /* hc_free's step (common/harden.h): 0 if `obj` carries free's tag, which
  * means it is free already; else tags it, and returns 1. */
 HC_INLINE int fl_tag_free(void *obj) {

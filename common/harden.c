@@ -18,10 +18,12 @@
 #include "common/fatal.h"
 
 uintptr_t hc_harden_key;
+const uintptr_t hc_harden_bad_link_bits = HARDEN_BAD_LINK_BITS;
 
-/* A key whose bits 47..63 are not all zero, so that a link decoded from a
- * raw user-space address (or from 0) always fails harden_decode's check. */
-static uintptr_t harden_fresh_key(void) {
+uintptr_t hc_harden_hand_out_words[2] __attribute__((aligned(16)));
+
+/* A random word: getrandom(2), or a weaker one where it fails. */
+static uintptr_t harden_random_word(void) {
     uintptr_t key = 0;
     long got = syscall(SYS_getrandom, &key, sizeof key, 0);
     if (got != (long)sizeof key) {
@@ -31,17 +33,37 @@ static uintptr_t harden_fresh_key(void) {
         key = ((uintptr_t)ts.tv_nsec * 0x9e3779b97f4a7c15u) ^ ((uintptr_t)&ts << 16) ^
               (uintptr_t)getpid() * 0xbf58476d1ce4e5b9u;
     }
+    return key;
+}
+
+/* A key whose bits 47..63 are not all zero, so that a link decoded from a
+ * raw user-space address (or from 0) always fails harden_decode's check. */
+static uintptr_t harden_fresh_key(void) {
+    uintptr_t key = harden_random_word();
     if ((key >> 47) == 0)
         key |= (uintptr_t)1 << 63;
     return key;
+}
+
+uintptr_t harden_canary_of(uintptr_t canary) {
+    for (unsigned shift = 0; shift < 64; shift += 8)
+        if (((canary >> shift) & 0xff) == 0)
+            canary |= (uintptr_t)0xa5 << shift;
+    return canary;
 }
 
 void harden_init(void) {
     if (HC_LIKELY(__atomic_load_n(&hc_harden_key, __ATOMIC_ACQUIRE) != 0))
         return;
     int saved_errno = errno;
-    uintptr_t expected = 0, key = harden_fresh_key();
-    /* Two threads may race here: the first key stored wins, and both use it. */
+    /* The canary first, then the key: a thread that sees the key (the
+     * acquire load above) sees the canary too. Two threads may race here:
+     * the first canary and the first key stored win, and both use them. */
+    uintptr_t expected = 0, canary = harden_canary_of(harden_random_word());
+    __atomic_compare_exchange_n(&hc_harden_hand_out_words[1], &expected, canary, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    uintptr_t key = harden_fresh_key();
+    expected = 0;
     __atomic_compare_exchange_n(&hc_harden_key, &expected, key, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
     errno = saved_errno;
@@ -53,6 +75,13 @@ void harden_corrupt_link(const void *slot) {
 }
 
 void harden_corrupt_link_last(const void *slot) { harden_corrupt_link(slot); }
+
+void harden_overflow(const void *slot) {
+    hc_fatal_pointer_why("free(): overflow detected past the block at", slot,
+                         "its canary, the word after its 8 bytes, was overwritten");
+}
+
+void harden_overflow_last(const void *slot) { harden_overflow(slot); }
 
 void harden_free_of_free(const void *slot) {
     hc_fatal_pointer_why("free(): double free detected of", slot,

@@ -18,11 +18,17 @@
  *     are also checked against the page map (the object lies in a small
  *     span of the list's class: central_cache.c);
  *   - a free object carries a tag in its second word (word1 = t), which
- *     malloc clears: free of an object whose tag is set is a double free,
+ *     every hand-out overwrites: free of an object whose tag is set is a double free,
  *     confirmed in O(1) by its link decoding to a valid pointer, and stops
  *     at the call (glibc's tcache key, without its list walk). A slot never
  *     handed out is tagged from the moment it is carved, so its free stops
  *     too;
+ *   - an 8-byte block (a request of 1..8 bytes: the 16-byte class, which
+ *     serves no more in this build) carries a canary in its second word,
+ *     random and with no zero byte, written at every hand-out (which also
+ *     clears the link word: a live block holds no encoded link) and
+ *     checked when the block comes back (harden_canary_intact): a write
+ *     past its 8 bytes stops the program at that free or realloc;
  *   - malloc(0) returns a unique address in memory mapped with no access,
  *     so reading or writing the zero bytes it owns faults; free and
  *     realloc know these addresses (harden_is_zero_size);
@@ -48,7 +54,8 @@
  * build all but the tag compile to the plain link and nothing, so the
  * sized fast path is unchanged (tools/measure/count_fastpath.sh). Cost in each
  * build: see docs/design.md, section 6.
- * May touch: the first two words of free objects; the key (harden.c). */
+ * May touch: the first two words of free objects, and of objects handed
+ * out (the cleared link, the canary); the key and the canary (harden.c). */
 #ifndef HC_HARDEN_H_
 #define HC_HARDEN_H_
 
@@ -56,6 +63,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/track.h"
 
 #ifndef HC_HARDENED
 #define HC_HARDENED 0
@@ -69,12 +77,55 @@ __attribute__((noreturn, cold)) void hc_fatal_pointer_why(const char *what, cons
 /* Bytes of a free object the allocator writes: the link and the tag. */
 #define FREE_LINK_AND_TAG_BYTES (2 * sizeof(void *))
 
-/* The program gets `slot`: it is no longer free (both builds' tag lives in
- * the second word). Every hand-out calls it: fl_pop in the hardened build,
- * stage 3's malloc.c in the default one (free_list.h, FL_POP_CLEARS_TAG). */
-HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+/* The 16-byte class. In the hardened build it serves requests of 1..8
+ * bytes (size_class.h, SC_CANARY_CLASS_MAX_REQUEST) and its second word is
+ * the canary: below. */
+#define HARDEN_CANARY_CLASS 2
 
 #if HC_HARDENED
+
+/* What every hand-out writes over a block's first two words: 0 over the
+ * link, so that a live block holds no encoded link (whose next address a
+ * program can learn, and with it the key), and the canary over the tag.
+ * [0] stays 0; harden_init sets [1], random, with no zero byte (a one-byte
+ * overflow of 0, a string's terminator, changes it), before the first
+ * hand-out. 16-byte aligned: one vector load takes both words. */
+extern uintptr_t hc_harden_hand_out_words[2] __attribute__((visibility("hidden"), aligned(16)));
+
+/* The program gets `slot`: it is no longer free. Every hand-out calls it
+ * (fl_pop, and the slow paths where a refill skips fl_pop): one 16-byte
+ * store, as many instructions as clearing the tag alone took, plus the
+ * load. Every class's blocks are 16-byte aligned (size_class.h). */
+HC_INLINE void free_tag_clear(void *slot) {
+    typedef uintptr_t two_words __attribute__((vector_size(16)));
+    typedef uintptr_t two_words_at __attribute__((vector_size(16), aligned(8), may_alias));
+    *(two_words_at *)slot = *(const two_words *)hc_harden_hand_out_words;
+}
+
+/* The canary of a 16-byte block (HARDEN_CANARY_CLASS): its second word,
+ * the 8 bytes right after the 8 the program may use, written at hand-out
+ * and checked when the block comes back (stage 3's hc_free and
+ * hc_free_sized, and hc_realloc when the block stays). A write one byte or
+ * more past an 8-byte block changes it: the program stops at that free
+ * with harden_overflow's message, before the block is reused. Blocks of
+ * the other classes carry none (their last word would need the class size
+ * on free's fast path: docs/design.md, section 6). */
+HC_INLINE int harden_canary_intact(void *slot) {
+    uintptr_t *canary = (uintptr_t *)slot + 1; /* past the program's bytes: a checker is told */
+    track_internal_begin(canary, sizeof *canary);
+    int intact = *canary == hc_harden_hand_out_words[1];
+    track_internal_end(canary, sizeof *canary);
+    return intact;
+}
+
+/* The canary harden_init makes of a random word: its zero bytes set (to
+ * 0xa5), so that a one-byte overflow of any value, 0 included, changes it. */
+uintptr_t harden_canary_of(uintptr_t random_word);
+
+/* The canary was found overwritten: the program stops. The _last form is
+ * for a caller that calls it last (not noreturn, so the call is a jump). */
+__attribute__((noreturn, cold)) void harden_overflow(const void *slot);
+__attribute__((cold)) void harden_overflow_last(const void *slot);
 
 /* malloc(0): a unique address that faults when touched; NULL (errno
  * ENOMEM) if no address space is left for one. */
@@ -90,6 +141,25 @@ void harden_fork_unlock(void);
 
 /* A decoded link with any of these bits set is not one the allocator wrote. */
 #define HARDEN_BAD_LINK_BITS (~(((uintptr_t)1 << 47) - 1) | (uintptr_t)15)
+
+/* The same mask in memory (harden.c), for the fast paths' link checks: x86
+ * tests a register against memory in one instruction, where the constant
+ * takes two (a 64-bit `movabs` into a register, then the test). Hidden, as
+ * the key is: no GOT load. */
+extern const uintptr_t hc_harden_bad_link_bits __attribute__((visibility("hidden")));
+
+/* Whether `next` has a bad bit. On x86 an explicit `test` against the mask
+ * in memory: gcc would copy `next` and `and` it, one instruction more where
+ * `next` is still needed (fl_pop's new head). */
+HC_INLINE int harden_link_is_bad(uintptr_t next) {
+#if defined(__x86_64__)
+    unsigned char bad;
+    __asm__("testq %2, %1" : "=@ccnz"(bad) : "r"(next), "m"(hc_harden_bad_link_bits));
+    return bad;
+#else
+    return (next & hc_harden_bad_link_bits) != 0;
+#endif
+}
 
 /* Random, set once before the first link is written (harden_init), then
  * only read. Hidden on the declaration too: in the drop-in (-fPIC) a plain
@@ -113,7 +183,7 @@ __attribute__((noreturn, cold)) void harden_free_of_free(const void *slot);
 
 HC_INLINE void *harden_decode(const void *slot, uintptr_t stored, uintptr_t t) {
     uintptr_t next = stored ^ t;
-    if (HC_UNLIKELY(next & HARDEN_BAD_LINK_BITS))
+    if (HC_UNLIKELY(harden_link_is_bad(next)))
         harden_corrupt_link(slot);
     return (void *)next;
 }
@@ -149,7 +219,7 @@ HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
 HC_INLINE int harden_link_behind(void *head, void *slot, uintptr_t t) {
     uintptr_t *h = (uintptr_t *)head, *s = (uintptr_t *)slot;
     uintptr_t next = h[0] ^ t ^ (uintptr_t)slot ^ (uintptr_t)head; /* t ^ slot ^ head: head's key */
-    if (HC_UNLIKELY(next & HARDEN_BAD_LINK_BITS))
+    if (HC_UNLIKELY(harden_link_is_bad(next)))
         return 0;
     s[0] = next ^ t;
     s[1] = t;
@@ -182,6 +252,16 @@ HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
     } while (0)
 
 #else /* !HC_HARDENED: the plain link, and free's tag */
+
+/* The program gets `slot`: it is no longer free (the tag lives in the
+ * second word). Stage 3's malloc.c calls it at every hand-out (free_list.h,
+ * FL_POP_CLEARS_TAG). */
+HC_INLINE void free_tag_clear(void *slot) { ((uintptr_t *)slot)[1] = 0; }
+
+/* No canary: the 16-byte class holds 16 bytes of the program's. */
+HC_INLINE int harden_canary_intact(void *slot) { (void)slot; return 1; }
+HC_INLINE void harden_overflow(const void *slot) { (void)slot; }
+HC_INLINE void harden_overflow_last(const void *slot) { (void)slot; }
 
 /* malloc(0) is the smallest class's object; nothing else is zero-sized. */
 HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }

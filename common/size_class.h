@@ -4,6 +4,8 @@
  *   1: 8                 no request maps here (see below); kept so that the
  *                        numbers of the other classes stay those of the docs
  *   2..17: 16, 32, ..., 256      a class every 16 bytes; requests 1..16 use 16
+ *                        (1..8 in the hardened build, where 9..16 use 32:
+ *                        SC_CANARY_CLASS_MAX_REQUEST below)
  *   18..97: from 257 up to 256 KiB, 8 classes per power of two:
  *           2^k + j * 2^(k-3), j = 1..8, k = 8..17
  *           (288, 320, ..., 512, 576, 640, ..., 1024, 1152, ..., 262144)
@@ -46,15 +48,26 @@
 #define HC_TABLE_MAX_SIZE 1024
 extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
 
+#ifndef HC_HARDENED
+#define HC_HARDENED 0
+#endif
+
+/* The largest request the 16-byte class (class 2) serves. The hardened
+ * build keeps that class's second word as a canary, checked when the block
+ * is freed (common/harden.h), so there the class holds 8 bytes of the
+ * program's and 9..16 go to the 32-byte class. */
+#define SC_CANARY_CLASS_MAX_REQUEST (HC_HARDENED ? 8 : 16)
+
 /* The class of a request of `s` bytes, 1 <= s <= 1024, as a constant
  * expression (sc_table, and the thread cache's table of list offsets, are
  * built by the compiler, not at run time, so the very first malloc of a
  * process can use them). It spells out sc_index() for k = 8 (257..512) and
  * k = 9 (513..1024); size_class_test checks that the two agree for every
  * size. */
-#define SC_CLASS_OF(s)                          \
-    ((s) <= 256 ? (((s) + 15) >> 4) + 1         \
-     : (s) <= 512 ? 10 + (((s) - 1) >> 5)       \
+#define SC_CLASS_OF(s)                                                   \
+    ((s) <= SC_CANARY_CLASS_MAX_REQUEST ? 2                              \
+     : (s) <= 256 ? (((s) + 15) >> 4) + 1 + ((s) <= 16)                  \
+     : (s) <= 512 ? 10 + (((s) - 1) >> 5)                                \
                   : 18 + (((s) - 1) >> 6))
 
 /* The class of a request of 1..HC_TABLE_MAX_SIZE bytes: one load. */

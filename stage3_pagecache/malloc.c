@@ -124,30 +124,9 @@ static void check_empty_list(const hc_free_list *list) {
                              "its count says objects are left: a double free or a write after free");
 }
 
-/* hc_free's push. The hardened build puts the block second, behind the
- * list's head (harden_link_behind), so that the next malloc of its class
- * returns another block; with an empty list it is the head. */
-HC_INLINE void free_push(hc_free_list *list, void *ptr) {
-#if HC_HARDENED
-    void *head = list->head;
-    if (HC_LIKELY(head != NULL)) {
-        uintptr_t t = harden_slot_key(ptr);
-        track_internal_begin(ptr, FREE_LINK_AND_TAG_BYTES);
-        track_internal_begin(head, FREE_LINK_AND_TAG_BYTES);
-        harden_check_not_free(ptr, t);
-        int linked = harden_link_behind(head, ptr, t);
-        track_internal_end(head, FREE_LINK_AND_TAG_BYTES);
-        track_internal_end(ptr, FREE_LINK_AND_TAG_BYTES);
-        if (HC_UNLIKELY(!linked)) {
-            harden_corrupt_link_last(head); /* head's link was overwritten */
-            return;
-        }
-        fl_room_down(list);
-        return;
-    }
-#endif
-    fl_push(list, ptr);
-}
+/* The page map's class offset of the 16-byte class, whose blocks carry the
+ * hardened build's canary (common/harden.h; the default build checks nothing). */
+#define CANARY_CLASS_OFFSET (HARDEN_CANARY_CLASS * PM_CLASS_STRIDE)
 
 /* ---- Out of memory: rescues (layer_hooks.h) ------------------------------------- */
 
@@ -389,6 +368,10 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
      * free_sized_beyond_table before anything reads or notes the block (the
      * hardened build's malloc(0) address has no class at all). */
     if (HC_LIKELY(size - 1 < HC_TABLE_MAX_SIZE && ptr != NULL)) {
+        if (HC_UNLIKELY(size <= SC_CANARY_CLASS_MAX_REQUEST && !harden_canary_intact(ptr))) {
+            harden_overflow_last(ptr); /* hardened: an 8-byte block's canary was overwritten */
+            return;
+        }
         note_free_sized(ptr, size, sc_index_small(size)); /* the class: debug checks only */
         if (HC_LIKELY(tc_list_try_free(tc_list_small(tc_current, size), ptr)))
             return;
@@ -408,6 +391,10 @@ HC_EXPORT void hc_free(void *ptr) {
      * slow path, which stops an invalid pointer. */
     size_t class_offset;
     if (HC_LIKELY(pm_small_object_start(ptr, &class_offset))) {
+        if (HC_UNLIKELY(class_offset == CANARY_CLASS_OFFSET && !harden_canary_intact(ptr))) {
+            harden_overflow_last(ptr); /* hardened: an 8-byte block's canary was overwritten */
+            return;
+        }
         hc_free_list *list = (hc_free_list *)((char *)tc_current + class_offset);
         HC_TRACE_HIT(HC_TRACE_TC_FREE_HIT, (unsigned)(class_offset / PM_CLASS_STRIDE), !fl_full(list));
         /* The limit first: class 0 (NULL) finds lists[0], always full, and
@@ -419,7 +406,7 @@ HC_EXPORT void hc_free(void *ptr) {
             note_free_unsized(ptr, (unsigned)(class_offset / PM_CLASS_STRIDE));
             if (HC_UNLIKELY(!fl_tag_free(ptr)))
                 free_of_free(ptr, pm_class_of(ptr) * PM_CLASS_STRIDE);
-            free_push(list, ptr);
+            fl_push_freed(list, ptr);
             return;
         }
         /* The class read again, not kept: then the fast path adds it to
@@ -464,9 +451,12 @@ HC_EXPORT void *hc_calloc(size_t count, size_t size) {
     return p;
 }
 
-/* Bytes usable at `ptr`: its class's object size, or its span's length. */
+/* Bytes usable at `ptr`: its class's object size (a hardened 16-byte
+ * block's less its canary), or its span's length. */
 static size_t block_size(hc_span *span) {
-    return span->state == SPAN_SMALL ? span->object_size : span_bytes(span);
+    if (span->state != SPAN_SMALL)
+        return span_bytes(span);
+    return span->size_class == HARDEN_CANARY_CLASS ? SC_CANARY_CLASS_MAX_REQUEST : span->object_size;
 }
 
 /* The span of a block the program passes back; invalid pointers stop. */
@@ -594,6 +584,8 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
 #if HC_DEBUG
         block_span(ptr, "realloc(): invalid pointer");
 #endif
+        if (class_offset == CANARY_CLASS_OFFSET && !harden_canary_intact(ptr))
+            harden_overflow(ptr); /* hardened: the block stays, its canary checked */
         track_resize(ptr, sc_size((unsigned)(class_offset / PM_CLASS_STRIDE)), size);
         return ptr;
     }

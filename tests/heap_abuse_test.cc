@@ -348,6 +348,119 @@ TEST(HeapAbuseDeathTest, SizedDeleteWithTheWrongSizeAborts) {
     harden_sized_delete(large, 1 << 20);
 }
 
+// ---- The 8-byte blocks' canary (common/harden.h) ---------------------------------------
+
+constexpr const char *kOverflow =
+    "^hcmalloc: free\\(\\): overflow detected past the block at 0x[0-9a-f]+ \\(.*\\)\n$";
+
+// The ways a small block comes back: each checks the canary.
+enum class GiveBack { kFree, kFreeSized, kReallocInPlace, kReallocGrowing };
+
+// mimalloc-bench's one_byte_overflow at 8 bytes: the byte after an 8-byte
+// block changed (XORed, as the program does, or set to 0, as a string's
+// terminator one past the end would be), then the block goes back. In the
+// default build that byte is the block's own (its class holds 16).
+void OverflowAnEightByteBlock(GiveBack how, bool terminator) {
+    Warm(8);
+    volatile char *p = (volatile char *)hc_malloc(8);
+    void *neighbour = hc_malloc(8);
+    for (int i = 0; i < 8; i++) p[i] = 'x';
+    if (terminator)
+        p[8] = 0;
+    else
+        p[8] ^= 'A';
+    void *block = (void *)p;
+    switch (how) {
+    case GiveBack::kFree: hc_free(block); break;
+    case GiveBack::kFreeSized: hc_free_sized(block, 8); break;
+    case GiveBack::kReallocInPlace: block = hc_realloc(block, 5); break;
+    case GiveBack::kReallocGrowing: block = hc_realloc(block, 40); break;
+    }
+    fputs("passed the call\n", stderr); // the hardened build stops in it, not later
+    if (how == GiveBack::kReallocInPlace || how == GiveBack::kReallocGrowing)
+        hc_free(block);
+    hc_free(neighbour);
+    _exit(0);
+}
+
+TEST(HeapAbuseDeathTest, OverflowOfAnEightByteBlockStopsWhenItComesBack) {
+    for (GiveBack how : {GiveBack::kFree, GiveBack::kFreeSized, GiveBack::kReallocInPlace,
+                         GiveBack::kReallocGrowing})
+        for (bool terminator : {false, true}) {
+            SCOPED_TRACE(testing::Message() << "way " << (int)how << ", terminator " << terminator);
+            if (HC_HARDENED)
+                EXPECT_EXIT(OverflowAnEightByteBlock(how, terminator), KilledBySignal(SIGABRT), kOverflow);
+            else
+                EXPECT_EXIT(OverflowAnEightByteBlock(how, terminator), ExitedWithCode(0), "")
+                    << "the default build's 16-byte class holds those bytes";
+        }
+}
+
+// Every byte malloc_usable_size reports is the program's: a block filled to
+// it frees cleanly. The hardened 16-byte class reports 8 (its second word
+// is the canary), so requests of 9..16 bytes take the 32-byte class.
+TEST(HeapAbuse, BlocksFilledToTheirUsableSizeFreeCleanly) {
+    for (size_t size = 1; size <= 48; size++) {
+        void *p = hc_malloc(size);
+        ASSERT_NE(p, nullptr);
+        size_t usable = hc_usable_size(p);
+        EXPECT_GE(usable, size);
+        if (size <= 8) {
+            EXPECT_EQ(usable, HC_HARDENED ? 8u : 16u) << size;
+        } else if (size <= 16) {
+            EXPECT_EQ(usable, HC_HARDENED ? 32u : 16u) << size;
+        }
+        memset(p, 0xff, usable);
+        void *same = hc_realloc(p, usable); // stays where it is: the canary is checked
+        EXPECT_EQ(same, p);
+        hc_free(same);
+    }
+}
+
+// mimalloc-bench's zero_on_malloc at 8 bytes: blocks filled, freed, and
+// allocated again. The hardened hand-out clears the link word (a live block
+// carries no encoded link, from which the key could be learnt), so an 8-byte
+// block comes back all zeros; the default build hands out its plain link.
+TEST(HeapAbuse, HandedOutBlocksCarryNoLink) {
+    constexpr int kBlocks = 64;
+    uint64_t *p[kBlocks];
+    for (int i = 0; i < kBlocks; i++) {
+        p[i] = (uint64_t *)hc_malloc(8);
+        ASSERT_NE(p[i], nullptr);
+        *p[i] = ~(uint64_t)0;
+    }
+    for (int i = 0; i < kBlocks; i++) hc_free(p[i]);
+    int nonzero = 0;
+    for (int i = 0; i < kBlocks; i++) {
+        p[i] = (uint64_t *)hc_malloc(8);
+        nonzero += *(volatile uint64_t *)p[i] != 0;
+    }
+    if (HC_HARDENED)
+        EXPECT_EQ(nonzero, 0);
+    else
+        EXPECT_GT(nonzero, 0) << "the default build leaves the link in a block it hands out";
+    for (int i = 0; i < kBlocks; i++) hc_free(p[i]);
+}
+
+#if HC_HARDENED
+// The canary has no zero byte, whatever the random word it comes from, so
+// an overflow by a string's terminator always changes it; nonzero bytes
+// are kept as drawn.
+TEST(HeapAbuse, CanaryHasNoZeroByte) {
+    for (uintptr_t drawn : {(uintptr_t)0, (uintptr_t)0x00ff00ff00ff00ffu, (uintptr_t)0xff00000000000001u}) {
+        uintptr_t canary = harden_canary_of(drawn);
+        for (unsigned shift = 0; shift < 64; shift += 8) {
+            EXPECT_NE((canary >> shift) & 0xff, 0u) << std::hex << drawn << " byte " << shift / 8;
+            if ((drawn >> shift) & 0xff) {
+                EXPECT_EQ((canary >> shift) & 0xff, (drawn >> shift) & 0xff);
+            }
+        }
+    }
+    uintptr_t live = harden_canary_of(hc_harden_hand_out_words[1]);
+    EXPECT_EQ(live, hc_harden_hand_out_words[1]) << "the canary in use is one harden_canary_of made";
+}
+#endif
+
 // ---- Guarded blocks (common/harden_guard.h) ------------------------------------------
 
 // A fault in the child: killed by SIGSEGV (SIGBUS), or, under
