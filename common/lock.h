@@ -1,21 +1,9 @@
 /* common/lock.h — the allocator's lock.
  *
  * A pthread mutex: it never allocates, ThreadSanitizer and Helgrind
- * understand it, a waiter that cannot have it soon sleeps in the kernel
- * instead of burning the other core (this project's machine has two), and it
- * can be held across fork() by the atfork handlers of stage 4. Layers take
- * it only off the fast path.
- *
- * Of glibc's kind that spins first (PTHREAD_MUTEX_ADAPTIVE_NP): a waiter
- * tries again for a bounded while (glibc.pthread.mutex_spin_count tries,
- * 100 by default, a few microseconds) before it sleeps. The allocator's
- * holds are short (a batch pushed or popped, a few spans' counts), so a
- * thread that finds a bucket held mostly gets it within the spin; a plain
- * mutex sends it to sleep at once, and its holder into the kernel again to
- * wake it: two system calls and a reschedule, microseconds, for a hold of
- * a few hundred nanoseconds. That hand-off was what two threads of the
- * bench's `hold` paid (docs/stage3.md, "Lock hand-offs"). Elsewhere
- * (another C library) the plain mutex.
+ * understand it, a waiter sleeps in the kernel instead of burning the other
+ * core (this project's machine has two), and it can be held across fork()
+ * by the atfork handlers of stage 4. Layers take it only off the fast path.
  *
  * The watchdog. In every build without NDEBUG (plain `bazel build` and
  * `bazel test`, the debug config: the builds tests run in), a lock waited for
@@ -71,18 +59,6 @@ extern HC_THREAD_LOCAL int hc_lock_fork_owner;
  * deadlocked hand-in costs a class 3 s a test, not 10. */
 #define HC_LOCK_WATCHDOG_SECONDS 10
 
-/* The mutex every hc_lock starts as, statically or by hc_lock_init: glibc's
- * adaptive initializer, spelled as pthread.h spells
- * PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP, which it declares only under
- * _GNU_SOURCE (the allocator's files are plain C11). */
-#if defined(__GLIBC__) && defined(__PTHREAD_MUTEX_INITIALIZER)
-#define HC_LOCK_SPINS_FIRST 1
-#define HC_MUTEX_INITIALIZER { { __PTHREAD_MUTEX_INITIALIZER(PTHREAD_MUTEX_ADAPTIVE_NP) } }
-#else
-#define HC_LOCK_SPINS_FIRST 0
-#define HC_MUTEX_INITIALIZER PTHREAD_MUTEX_INITIALIZER
-#endif
-
 #if HC_LOCK_WATCHDOG
 
 typedef struct hc_lock {
@@ -93,7 +69,7 @@ typedef struct hc_lock {
     long long held_since_ns; /* CLOCK_MONOTONIC */
 } hc_lock;
 
-#define HC_LOCK_INITIALIZER { HC_MUTEX_INITIALIZER, 0, 0, 0 }
+#define HC_LOCK_INITIALIZER { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 }
 
 #define hc_lock_acquire(lock) hc_lock_acquire_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
 #define hc_lock_unlock(lock) hc_lock_unlock_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
@@ -103,12 +79,10 @@ void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where);
 void hc_lock_unlock_at(hc_lock *lock, const char *what, const char *where);
 int hc_lock_try_at(hc_lock *lock, const char *what, const char *where);
 
-/* A copy of the initializer: the C11 headers declare no way to ask
- * pthread_mutex_init for the adaptive kind (pthread_mutexattr_settype is
- * X/Open's). */
 HC_INLINE void hc_lock_init(hc_lock *lock) {
-    static const hc_lock fresh = HC_LOCK_INITIALIZER;
-    *lock = fresh;
+    pthread_mutex_init(&lock->mutex, NULL);
+    lock->held_what = lock->held_where = 0;
+    lock->held_since_ns = 0;
 }
 
 #else /* !HC_LOCK_WATCHDOG */
@@ -117,12 +91,9 @@ typedef struct hc_lock {
     pthread_mutex_t mutex;
 } hc_lock;
 
-#define HC_LOCK_INITIALIZER { HC_MUTEX_INITIALIZER }
+#define HC_LOCK_INITIALIZER { PTHREAD_MUTEX_INITIALIZER }
 
-HC_INLINE void hc_lock_init(hc_lock *lock) { /* a copy of the initializer: see above */
-    static const hc_lock fresh = HC_LOCK_INITIALIZER;
-    *lock = fresh;
-}
+HC_INLINE void hc_lock_init(hc_lock *lock) { pthread_mutex_init(&lock->mutex, NULL); }
 HC_INLINE void hc_lock_acquire(hc_lock *lock) {
     if (HC_UNLIKELY(hc_lock_fork_owner)) return; /* held for fork, by this thread */
     pthread_mutex_lock(&lock->mutex);

@@ -1,7 +1,6 @@
 // common/lock_test.cc — the lock watchdog (common/lock.h): a lock taken twice
 // by one thread stops the program with a line naming the lock and both
-// places, instead of hanging until Bazel's timeout. And the lock's kind: on
-// glibc, the mutex that spins before it sleeps.
+// places, instead of hanging until Bazel's timeout.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -73,36 +72,6 @@ TEST(LockWatchdog, TheEnvironmentSetsItsSeconds) {
         },
         "hcmalloc: lock watchdog: waited 1 s for &test_lock");
     unsetenv("HC_LOCK_WATCHDOG_SECONDS");
-}
-
-// The kind glibc's mutex keeps in its __kind word (pthread.h's
-// __pthread_mutex_s), the one glibc reads to choose how to wait.
-int mutex_kind(const hc_lock &lock) { return lock.mutex.__data.__kind; }
-
-TEST(LockKind, EveryLockSpinsBeforeItSleeps) {
-    ASSERT_EQ(HC_LOCK_SPINS_FIRST, 1) << "glibc builds use its adaptive mutex";
-    hc_lock initialised;
-    hc_lock_init(&initialised);
-    EXPECT_EQ(mutex_kind(initialised), PTHREAD_MUTEX_ADAPTIVE_NP) << "hc_lock_init";
-    hc_lock static_lock = HC_LOCK_INITIALIZER;
-    EXPECT_EQ(mutex_kind(static_lock), PTHREAD_MUTEX_ADAPTIVE_NP) << "HC_LOCK_INITIALIZER";
-}
-
-TEST(LockKind, AnAdaptiveLockStillExcludes) {
-    hc_lock lock;
-    hc_lock_init(&lock);
-    long counter = 0;
-    auto add = [&] {
-        for (int i = 0; i < 100000; i++) {
-            hc_lock_acquire(&lock);
-            counter++;
-            hc_lock_unlock(&lock);
-        }
-    };
-    std::thread a(add), b(add);
-    a.join();
-    b.join();
-    EXPECT_EQ(counter, 200000);
 }
 
 }  // namespace

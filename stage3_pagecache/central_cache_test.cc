@@ -620,13 +620,4 @@ TEST(SpanRefcount, NoBucketLockIsHeldWhenThePageCacheGrows) {
     EXPECT_EQ(held_lock_seen.load(), 0);
 }
 
-// The bucket locks are what common/lock.h makes (glibc's mutex that spins
-// before it sleeps): two threads trading a class's batches hand the lock to
-// each other every few hundred nanoseconds, and a plain mutex sends each
-// waiter to sleep for microseconds (docs/stage3.md, "Lock hand-offs").
-TEST(BucketLock, SpinsBeforeItSleeps) {
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
-        ASSERT_EQ(cc_bucket_lock(cls)->mutex.__data.__kind, PTHREAD_MUTEX_ADAPTIVE_NP) << "class " << cls;
-}
-
 }  // namespace
