@@ -61,7 +61,7 @@ void pc_lists_init_once(void) {
 
 /* ---- Span records ------------------------------------------------------------ */
 
-static hc_span *span_new(uintptr_t start_page, size_t pages) {
+hc_span *span_new(uintptr_t start_page, size_t pages) {
     hc_span *s = pool_alloc(&span_pool); /* zeroed */
     if (s == NULL)
         return NULL;
@@ -72,7 +72,7 @@ static hc_span *span_new(uintptr_t start_page, size_t pages) {
 
 /* A record whose pages now belong to another span. Stale page-map entries
  * may still point at it: SPAN_DEAD tells every reader to ignore it. */
-static void span_dead(hc_span *s) {
+void span_dead(hc_span *s) {
     s->state = SPAN_DEAD;
     pool_free(&span_pool, s);
 }
@@ -99,7 +99,7 @@ static void free_span_insert(hc_span *s) {
     pc_totals.released_pages += s->page_count - s->backed_pages;
 }
 
-static void free_span_remove(hc_span *s) {
+void free_span_remove(hc_span *s) {
     if (pc_is_long(s->page_count))
         treap_remove(&pc_long_spans, s);
     else {
@@ -125,7 +125,7 @@ static void span_release_pages(hc_span *s) {
 /* Frees span `s` (not on any list), merging it with free neighbours on both
  * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify.
  * The caller has set s->backed_pages. */
-static void free_span_merge_insert(hc_span *s) {
+void free_span_merge_insert(hc_span *s) {
     /* LAB BEGIN: merge */
     hc_span *left = free_span_ending_at(s->start_page);
     if (left != NULL) {
@@ -168,7 +168,7 @@ static hc_span *free_span_find(size_t pages) {
  * none and the middle is about to be used. Returns `s`'s record, now
  * describing the middle, or NULL (s back on its list) if a record for a
  * piece could not be had. */
-static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
+hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
     /* LAB BEGIN: split */
     size_t before = at - s->start_page;
     size_t after = span_end_page(s) - (at + pages);
@@ -201,7 +201,7 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
  * (pc_unmap_free_spans) its addresses are simply free again. */
 static char *lowest_region;
 
-static int heap_add_region(char *region, size_t pages) {
+int heap_add_region(char *region, size_t pages) {
     track_internal_end(region, pages << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
     hc_span *s = span_new(first, pages);
@@ -282,6 +282,17 @@ static char *heap_map_region(size_t bytes) {
         region = os_map_at((char *)(low - HEAP_ROOM_BYTES - bytes), bytes);
     errno = saved_errno;
     return region != NULL ? region : os_map_aligned(bytes, HC_PAGE_SIZE);
+}
+
+int heap_map_at(uintptr_t page, size_t pages) {
+    int saved_errno = errno; /* a taken address is no failure of the caller's */
+    int mapped = -1;
+    if (pages <= PC_MAX_PAGES && pc_policy_may_grow(pages, 1)) {
+        char *region = os_map_at((char *)(page << HC_PAGE_SHIFT), pages << HC_PAGE_SHIFT);
+        mapped = region != NULL ? heap_add_region(region, pages) : -1;
+    }
+    errno = saved_errno;
+    return mapped;
 }
 
 static int heap_grow(size_t pages) {
@@ -510,7 +521,8 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
  * two (the bench's `large` at 2 threads: 15 MiB of heap instead of 11). */
 static uintptr_t large_block_start(const hc_span *s, size_t pages) {
     uintptr_t end = span_end_page(s);
-    if (s->page_count > pages && pm_lookup(end) == NULL && s->start_page > 0 &&
+    if (pages > (HC_MAX_SMALL_SIZE >> HC_PAGE_SHIFT) && s->page_count > pages && pm_lookup(end) == NULL &&
+        s->start_page > 0 &&
         pm_lookup(s->start_page - 1) != NULL)
         return end - pages;
     return s->start_page;
@@ -625,64 +637,7 @@ void pc_free_span(hc_span *s) {
     hc_lock_unlock(&pc_lock);
 }
 
-/* ---- Resizing a large block in place (realloc) ------------------------------------ */
-
-int pc_grow_span_in_place(hc_span *s, size_t pages) {
-    if (s->direct || pages > PC_MAX_PAGES)
-        return -1;
-    size_t extra = pages - s->page_count;
-    int grown = 0;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    pc_lists_init_once();
-    pc_policy_before_call();
-    hc_span *next = free_span_starting_at(span_end_page(s));
-    if (next != NULL && next->page_count >= extra) {
-        free_span_remove(next);
-        /* The front of the free neighbour, cut off; the rest stays free. */
-        hc_span *front = free_span_carve(next, next->start_page, extra);
-        if (front != NULL) {
-            span_dead(front); /* its pages join s: s's entries replace it below */
-            s->page_count = pages;
-            pc_totals.large_pages += extra;
-            pm_set_range(span_end_page(s) - extra, extra, s);
-            grown = 1;
-        }
-    }
-    pc_policy_after_call();
-    hc_lock_unlock(&pc_lock);
-    return grown ? 0 : -1;
-}
-
-int pc_shrink_span_in_place(hc_span *s, size_t pages) {
-    size_t cut = s->page_count - pages;
-    uintptr_t tail_page = s->start_page + pages;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    pc_lists_init_once();
-    pc_policy_before_call();
-    if (s->direct) {
-        /* Unregistered before unmapped, as in pc_free_span. */
-        pm_set_range(tail_page, cut, NULL);
-        s->page_count = pages;
-        pc_totals.direct_pages -= cut;
-        hc_lock_unlock(&pc_lock);
-        os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
-        return 0;
-    }
-    hc_span *tail = span_new(tail_page, cut);
-    if (tail == NULL) {
-        hc_lock_unlock(&pc_lock);
-        return -1;
-    }
-    s->page_count = pages;
-    pc_totals.large_pages -= cut;
-    tail->backed_pages = cut; /* the program may have touched them */
-    /* The tail's inner page-map entries still name s, which no longer covers
-     * them: readers treat them as stale (page_cache.h). */
-    free_span_merge_insert(tail);
-    pc_policy_after_call();
-    hc_lock_unlock(&pc_lock);
-    return 0;
-}
+/* Resizing a large block in place (realloc): page_cache_resize.c. */
 
 /* ---- Stats (the census, the check and the heap walk: page_cache_check.c) ---------- */
 
