@@ -193,14 +193,17 @@ hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
 
 /* ---- Growing the heap -------------------------------------------------------- */
 
+/* The first page of the lowest region the heap grew by: where the next one
+ * is tried first (heap_map_region). Only a hint: once unmapped
+ * (pc_unmap_free_spans) its addresses are simply free again. A page
+ * number, like a span's start, not an address: the leak check's scan reads
+ * this library's data too, and an address would keep the block that
+ * starts there reachable. */
+static uintptr_t lowest_region_page;
+
 /* Makes the new mapping `region` of `pages` pages a free span of the heap,
  * merged with any free neighbour; 0, or -1 (errno = ENOMEM, the mapping
  * undone) when its record or page-map leaves could not be had. */
-/* The lowest address of a region the heap grew by: where the next one is
- * tried first (heap_map_region). Only a hint: once unmapped
- * (pc_unmap_free_spans) its addresses are simply free again. */
-static char *lowest_region;
-
 int heap_add_region(char *region, size_t pages) {
     track_internal_end(region, pages << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
@@ -216,8 +219,8 @@ int heap_add_region(char *region, size_t pages) {
     HC_TRACE(HC_TRACE_PC_GROW, 0);
     pc_totals.heap_pages += pages;
     pc_totals.regions++;
-    if (lowest_region == NULL || region < lowest_region)
-        lowest_region = region;
+    if (lowest_region_page == 0 || first < lowest_region_page)
+        lowest_region_page = first;
     free_span_merge_insert(s); /* the kernel may have put it next to another region */
     return 0;
 }
@@ -275,7 +278,7 @@ static int heap_extend(size_t pages) {
 static char *heap_map_region(size_t bytes) {
     char *region = NULL;
     int saved_errno = errno; /* a taken address is no failure of the call */
-    uintptr_t low = (uintptr_t)lowest_region;
+    uintptr_t low = lowest_region_page << HC_PAGE_SHIFT;
     if (low > bytes)
         region = os_map_at((char *)(low - bytes), bytes);
     if (region == NULL && low > bytes + HEAP_ROOM_BYTES)
