@@ -267,9 +267,8 @@ static int heap_extend(size_t pages) {
 
 /* A new region of `bytes`, where it merges with the heap: right below its
  * lowest region when those addresses are free. A heap of disjoint regions
- * must fit each block whole into one of them: the bench's `large` at 2
- * threads (two live blocks of up to 4 MiB) grew to 27 MiB of regions where
- * one merged span of 11 serves it. mmap alone never merges them: it puts
+ * must fit each block whole into one of them, and grows far past what is
+ * live (docs/stage3.md, "Regions that merge"). mmap alone never merges them: it puts
  * the region below the last mapping, but os_map_aligned trims a page off
  * one end, and a thread's stack or the metadata mapped since lies between.
  * So when the place below is taken, the region goes HEAP_ROOM_BYTES lower
@@ -521,12 +520,11 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
  * the free pages stay one span between them: with two large blocks live,
  * the one freed merges with all the free pages, where a block cut from the
  * front of what the other left lands in the middle and splits the heap in
- * two (the bench's `large` at 2 threads: 15 MiB of heap instead of 11). */
+ * two, neither of which may hold the next block (docs/stage3.md). */
 static uintptr_t large_block_start(const hc_span *s, size_t pages) {
     uintptr_t end = span_end_page(s);
     if (pages > (HC_MAX_SMALL_SIZE >> HC_PAGE_SHIFT) && s->page_count > pages && pm_lookup(end) == NULL &&
-        s->start_page > 0 &&
-        pm_lookup(s->start_page - 1) != NULL)
+        s->start_page > 0 && pm_lookup(s->start_page - 1) != NULL)
         return end - pages;
     return s->start_page;
 }
