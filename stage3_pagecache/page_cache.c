@@ -61,7 +61,7 @@ void pc_lists_init_once(void) {
 
 /* ---- Span records ------------------------------------------------------------ */
 
-static hc_span *span_new(uintptr_t start_page, size_t pages) {
+hc_span *span_new(uintptr_t start_page, size_t pages) {
     hc_span *s = pool_alloc(&span_pool); /* zeroed */
     if (s == NULL)
         return NULL;
@@ -72,7 +72,7 @@ static hc_span *span_new(uintptr_t start_page, size_t pages) {
 
 /* A record whose pages now belong to another span. Stale page-map entries
  * may still point at it: SPAN_DEAD tells every reader to ignore it. */
-static void span_dead(hc_span *s) {
+void span_dead(hc_span *s) {
     s->state = SPAN_DEAD;
     pool_free(&span_pool, s);
 }
@@ -99,7 +99,7 @@ static void free_span_insert(hc_span *s) {
     pc_totals.released_pages += s->page_count - s->backed_pages;
 }
 
-static void free_span_remove(hc_span *s) {
+void free_span_remove(hc_span *s) {
     if (pc_is_long(s->page_count))
         treap_remove(&pc_long_spans, s);
     else {
@@ -125,7 +125,7 @@ static void span_release_pages(hc_span *s) {
 /* Frees span `s` (not on any list), merging it with free neighbours on both
  * sides. Spans in use are never merged: only SPAN_FREE neighbours qualify.
  * The caller has set s->backed_pages. */
-static void free_span_merge_insert(hc_span *s) {
+void free_span_merge_insert(hc_span *s) {
     /* LAB BEGIN: merge */
     hc_span *left = free_span_ending_at(s->start_page);
     if (left != NULL) {
@@ -168,7 +168,7 @@ static hc_span *free_span_find(size_t pages) {
  * none and the middle is about to be used. Returns `s`'s record, now
  * describing the middle, or NULL (s back on its list) if a record for a
  * piece could not be had. */
-static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
+hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
     /* LAB BEGIN: split */
     size_t before = at - s->start_page;
     size_t after = span_end_page(s) - (at + pages);
@@ -193,10 +193,18 @@ static hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
 
 /* ---- Growing the heap -------------------------------------------------------- */
 
+/* The first page of the lowest region the heap grew by: where the next one
+ * is tried first (heap_map_region). Only a hint: once unmapped
+ * (pc_unmap_free_spans) its addresses are simply free again. A page
+ * number, like a span's start, not an address: the leak check's scan reads
+ * this library's data too, and an address would keep the block that
+ * starts there reachable. */
+static uintptr_t lowest_region_page;
+
 /* Makes the new mapping `region` of `pages` pages a free span of the heap,
  * merged with any free neighbour; 0, or -1 (errno = ENOMEM, the mapping
  * undone) when its record or page-map leaves could not be had. */
-static int heap_add_region(char *region, size_t pages) {
+int heap_add_region(char *region, size_t pages) {
     track_internal_end(region, pages << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
     hc_span *s = span_new(first, pages);
@@ -211,6 +219,8 @@ static int heap_add_region(char *region, size_t pages) {
     HC_TRACE(HC_TRACE_PC_GROW, 0);
     pc_totals.heap_pages += pages;
     pc_totals.regions++;
+    if (lowest_region_page == 0 || first < lowest_region_page)
+        lowest_region_page = first;
     free_span_merge_insert(s); /* the kernel may have put it next to another region */
     return 0;
 }
@@ -252,6 +262,41 @@ static int heap_extend(size_t pages) {
     return heap_add_region(region, lack);
 }
 
+/* Room left above a region mapped away from the others (heap_map_region). */
+#define HEAP_ROOM_BYTES ((uintptr_t)1 << 30)
+
+/* A new region of `bytes`, where it merges with the heap: right below its
+ * lowest region when those addresses are free. A heap of disjoint regions
+ * must fit each block whole into one of them, and grows far past what is
+ * live (docs/stage3.md, "Regions that merge"). mmap alone never merges them: it puts
+ * the region below the last mapping, but os_map_aligned trims a page off
+ * one end, and a thread's stack or the metadata mapped since lies between.
+ * So when the place below is taken, the region goes HEAP_ROOM_BYTES lower
+ * still: Linux fills the highest gap that fits first, so later mappings
+ * land in the room above it, and the heap grows down from there, merging. */
+static char *heap_map_region(size_t bytes) {
+    char *region = NULL;
+    int saved_errno = errno; /* a taken address is no failure of the call */
+    uintptr_t low = lowest_region_page << HC_PAGE_SHIFT;
+    if (low > bytes)
+        region = os_map_at((char *)(low - bytes), bytes);
+    if (region == NULL && low > bytes + HEAP_ROOM_BYTES)
+        region = os_map_at((char *)(low - HEAP_ROOM_BYTES - bytes), bytes);
+    errno = saved_errno;
+    return region != NULL ? region : os_map_aligned(bytes, HC_PAGE_SIZE);
+}
+
+int heap_map_at(uintptr_t page, size_t pages) {
+    int saved_errno = errno; /* a taken address is no failure of the caller's */
+    int mapped = -1;
+    if (pages <= PC_MAX_PAGES && pc_policy_may_grow(pages, 1)) {
+        char *region = os_map_at((char *)(page << HC_PAGE_SHIFT), pages << HC_PAGE_SHIFT);
+        mapped = region != NULL ? heap_add_region(region, pages) : -1;
+    }
+    errno = saved_errno;
+    return mapped;
+}
+
 static int heap_grow(size_t pages) {
     size_t grow = pc_totals.heap_pages / 4;
     if (grow < PC_MIN_GROW_PAGES) grow = PC_MIN_GROW_PAGES;
@@ -266,12 +311,12 @@ static int heap_grow(size_t pages) {
         errno = ENOMEM;
         return -1;
     }
-    char *region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
+    char *region = heap_map_region(grow << HC_PAGE_SHIFT);
     if (region == NULL && grow > pages) {
         /* Under an address-space limit (ulimit -v) the headroom may not fit
          * where the request itself still does. */
         grow = pages;
-        region = os_map_aligned(grow << HC_PAGE_SHIFT, HC_PAGE_SIZE);
+        region = heap_map_region(grow << HC_PAGE_SHIFT);
     }
     if (region == NULL)
         return -1;
@@ -469,6 +514,21 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
     return size_class == 0 && pages >= (PC_DIRECT_MAP_BYTES >> HC_PAGE_SHIFT);
 }
 
+/* Where in free span `s` a large block of `pages` pages goes: at its end
+ * when that end is the heap's edge (nothing mapped after it) and its start
+ * touches a block, else at its start. Blocks then gather at the edges and
+ * the free pages stay one span between them: with two large blocks live,
+ * the one freed merges with all the free pages, where a block cut from the
+ * front of what the other left lands in the middle and splits the heap in
+ * two, neither of which may hold the next block (docs/stage3.md). */
+static uintptr_t large_block_start(const hc_span *s, size_t pages) {
+    uintptr_t end = span_end_page(s);
+    if (pages > (HC_MAX_SMALL_SIZE >> HC_PAGE_SHIFT) && s->page_count > pages && pm_lookup(end) == NULL &&
+        s->start_page > 0 && pm_lookup(s->start_page - 1) != NULL)
+        return end - pages;
+    return s->start_page;
+}
+
 hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     HC_TRACE(HC_TRACE_SPAN_CARVE, size_class);
     if (pages == 0 || pages > PC_MAX_PAGES) {
@@ -489,7 +549,7 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
         s = free_span_find(pages); /* cannot fail: the longest span, or the new region, is long enough */
     }
     free_span_remove(s);
-    s = free_span_carve(s, s->start_page, pages);
+    s = free_span_carve(s, size_class == 0 ? large_block_start(s, pages) : s->start_page, pages);
     if (s != NULL)
         span_hand_out(s, size_class);
     pc_policy_after_call();
@@ -578,64 +638,7 @@ void pc_free_span(hc_span *s) {
     hc_lock_unlock(&pc_lock);
 }
 
-/* ---- Resizing a large block in place (realloc) ------------------------------------ */
-
-int pc_grow_span_in_place(hc_span *s, size_t pages) {
-    if (s->direct || pages > PC_MAX_PAGES)
-        return -1;
-    size_t extra = pages - s->page_count;
-    int grown = 0;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    pc_lists_init_once();
-    pc_policy_before_call();
-    hc_span *next = free_span_starting_at(span_end_page(s));
-    if (next != NULL && next->page_count >= extra) {
-        free_span_remove(next);
-        /* The front of the free neighbour, cut off; the rest stays free. */
-        hc_span *front = free_span_carve(next, next->start_page, extra);
-        if (front != NULL) {
-            span_dead(front); /* its pages join s: s's entries replace it below */
-            s->page_count = pages;
-            pc_totals.large_pages += extra;
-            pm_set_range(span_end_page(s) - extra, extra, s);
-            grown = 1;
-        }
-    }
-    pc_policy_after_call();
-    hc_lock_unlock(&pc_lock);
-    return grown ? 0 : -1;
-}
-
-int pc_shrink_span_in_place(hc_span *s, size_t pages) {
-    size_t cut = s->page_count - pages;
-    uintptr_t tail_page = s->start_page + pages;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    pc_lists_init_once();
-    pc_policy_before_call();
-    if (s->direct) {
-        /* Unregistered before unmapped, as in pc_free_span. */
-        pm_set_range(tail_page, cut, NULL);
-        s->page_count = pages;
-        pc_totals.direct_pages -= cut;
-        hc_lock_unlock(&pc_lock);
-        os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
-        return 0;
-    }
-    hc_span *tail = span_new(tail_page, cut);
-    if (tail == NULL) {
-        hc_lock_unlock(&pc_lock);
-        return -1;
-    }
-    s->page_count = pages;
-    pc_totals.large_pages -= cut;
-    tail->backed_pages = cut; /* the program may have touched them */
-    /* The tail's inner page-map entries still name s, which no longer covers
-     * them: readers treat them as stale (page_cache.h). */
-    free_span_merge_insert(tail);
-    pc_policy_after_call();
-    hc_lock_unlock(&pc_lock);
-    return 0;
-}
+/* Resizing a large block in place (realloc): page_cache_resize.c. */
 
 /* ---- Stats (the census, the check and the heap walk: page_cache_check.c) ---------- */
 

@@ -6,10 +6,13 @@
  * so a best fit costs O(log n) however many long spans are free) and
  * answers a request for n pages with, in order of preference:
  *   1. a free span of exactly n pages;
- *   2. the shortest longer span, split: the front n pages go out, the
- *      remainder becomes a free span of its own, on its list and in the page
- *      map (forgetting that is how a page cache silently stops merging);
- *   3. a new region mapped from the OS, then 2.
+ *   2. the shortest longer span, split: the front n pages go out (a large
+ *      block's go at the heap's edge, so the free pages stay one span
+ *      between blocks), the remainder becomes a free span of its own, on
+ *      its list and in the page map (forgetting that is how a page cache
+ *      silently stops merging);
+ *   3. a new region mapped from the OS where it merges with the heap (right
+ *      below its lowest region when that is free), then 2.
  * A freed span merges at once with the free spans just before and after it,
  * found through the page map, so no two free spans are ever neighbours and
  * a heap whose objects are all freed is back to one span per region.

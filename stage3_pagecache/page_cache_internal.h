@@ -33,6 +33,25 @@ extern pc_census pc_totals; /* every field but largest_free_pages, kept current 
 /* Sets up the lists' heads and the policy on the first call into the page cache. */
 void pc_lists_init_once(void);
 
+/* ---- page_cache.c's own steps, for page_cache_resize.c ------------------------ */
+
+/* A zeroed span record for [start_page, start_page + pages), or NULL. */
+hc_span *span_new(uintptr_t start_page, size_t pages);
+/* Retires a record whose pages now belong to another span (SPAN_DEAD). */
+void span_dead(hc_span *s);
+/* Takes free span `s` off its list or out of the tree, and out of the counts. */
+void free_span_remove(hc_span *s);
+/* Cuts [at, at + pages) out of free span `s` (already removed); the pieces
+ * around it stay free. `s`'s record, now the middle, or NULL (s put back). */
+hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages);
+/* Frees `s` (on no list, backed_pages set), merged with its free neighbours. */
+void free_span_merge_insert(hc_span *s);
+/* Maps `pages` pages at page `page` if nothing is mapped there and the
+ * policy lets it (as headroom: a refusal is no failure of a request), as a
+ * region of the heap that merges with the free span ending there: 0, or -1
+ * with nothing changed and errno as it was. */
+int heap_map_at(uintptr_t page, size_t pages);
+
 /* The longest free span, or NULL. */
 hc_span *pc_free_span_longest(void);
 

@@ -1,0 +1,77 @@
+/* stage3_pagecache/page_cache_resize.c — layer 3: a large block resized in
+ * place, for realloc (page_cache.h: pc_grow_span_in_place,
+ * pc_shrink_span_in_place). A block grows into the free span right after
+ * it, or, at the heap's edge, into pages mapped right after it; it shrinks
+ * by giving its tail back, which merges. Under pc_lock, with the policy's
+ * hooks, like every page-cache call.
+ * May touch: what page_cache.c shares through page_cache_internal.h, the
+ * page map, common/os.h (a direct mapping's tail), the policy hooks. */
+#include "common/os.h"
+#include "common/trace.h"
+#include "stage3_pagecache/page_cache.h"
+#include "stage3_pagecache/page_cache_internal.h"
+#include "stage3_pagecache/page_policy.h"
+
+int pc_grow_span_in_place(hc_span *s, size_t pages) {
+    if (s->direct || pages > PC_MAX_PAGES)
+        return -1;
+    size_t extra = pages - s->page_count;
+    int grown = 0;
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    pc_lists_init_once();
+    pc_policy_before_call();
+    hc_span *next = free_span_starting_at(span_end_page(s));
+    size_t free_after = next != NULL ? next->page_count : 0;
+    uintptr_t after_free = span_end_page(s) + free_after;
+    /* At the heap's edge (no span of ours after it), what is lacking is
+     * mapped there and merges: a block that grows by realloc and was put at
+     * the edge (large_block_start) keeps growing in place, as at the front. */
+    if (free_after < extra && pm_lookup(after_free) == NULL && heap_map_at(after_free, extra - free_after) == 0)
+        next = free_span_starting_at(span_end_page(s));
+    if (next != NULL && next->page_count >= extra) {
+        free_span_remove(next);
+        /* The front of the free neighbour, cut off; the rest stays free. */
+        hc_span *front = free_span_carve(next, next->start_page, extra);
+        if (front != NULL) {
+            span_dead(front); /* its pages join s: s's entries replace it below */
+            s->page_count = pages;
+            pc_totals.large_pages += extra;
+            pm_set_range(span_end_page(s) - extra, extra, s);
+            grown = 1;
+        }
+    }
+    pc_policy_after_call();
+    hc_lock_unlock(&pc_lock);
+    return grown ? 0 : -1;
+}
+
+int pc_shrink_span_in_place(hc_span *s, size_t pages) {
+    size_t cut = s->page_count - pages;
+    uintptr_t tail_page = s->start_page + pages;
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    pc_lists_init_once();
+    pc_policy_before_call();
+    if (s->direct) {
+        /* Unregistered before unmapped, as in pc_free_span. */
+        pm_set_range(tail_page, cut, NULL);
+        s->page_count = pages;
+        pc_totals.direct_pages -= cut;
+        hc_lock_unlock(&pc_lock);
+        os_unmap((char *)(tail_page << HC_PAGE_SHIFT), cut << HC_PAGE_SHIFT);
+        return 0;
+    }
+    hc_span *tail = span_new(tail_page, cut);
+    if (tail == NULL) {
+        hc_lock_unlock(&pc_lock);
+        return -1;
+    }
+    s->page_count = pages;
+    pc_totals.large_pages -= cut;
+    tail->backed_pages = cut; /* the program may have touched them */
+    /* The tail's inner page-map entries still name s, which no longer covers
+     * them: readers treat them as stale (page_cache.h). */
+    free_span_merge_insert(tail);
+    pc_policy_after_call();
+    hc_lock_unlock(&pc_lock);
+    return 0;
+}
