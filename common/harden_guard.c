@@ -284,6 +284,19 @@ static void check_still_zero(const guard_mapping *m) {
     }
 }
 
+/* A kept block at free: its bytes zeroed, but only the 64-byte lines that
+ * are not zero already. A block is handed out zero, and a program that
+ * writes a few bytes a page (rptest: one a page and its last) leaves most
+ * lines as they were; a memset of the whole block wrote every line, each a
+ * cache miss and a later write-back, and was a tenth of that program's
+ * profile. A line read and left alone stays clean. */
+static void clear_written(uintptr_t first, uintptr_t end) {
+    for (uint64_t *line = (uint64_t *)first; line < (uint64_t *)end; line += 8) { /* page-aligned */
+        if ((line[0] | line[1] | line[2] | line[3] | line[4] | line[5] | line[6] | line[7]) != 0)
+            memset(line, 0, 64);
+    }
+}
+
 /* Every mapping in the quarantine and the spares back to the OS, the
  * quarantine's kept blocks checked first as when they leave it: freed
  * guarded blocks hold address space (HARDEN_GUARD_BELOW and a guard page
@@ -343,7 +356,7 @@ int harden_guarded_free(void *p) {
      * quarantine); a bigger one becomes no-access, its memory dropped, by
      * a fresh no-access mapping in its place, which keeps the addresses ours. */
     if (gone.end != 0)
-        memset((void *)gone.first, 0, gone.end - gone.first);
+        clear_written(gone.first, gone.end);
     else if (mmap((void *)gone.base, gone.len, PROT_NONE,
                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
         mprotect((void *)gone.base, gone.len, PROT_NONE);

@@ -462,6 +462,34 @@ void WriteAfterFreeOfAKeptBlock() {
     _exit(0);
 }
 
+// Free clears a kept block line by line, only the 64-byte lines that are
+// not zero (harden_guard.c): a byte written anywhere in any line, in any of
+// its eight words, reads as zero after free, and the block's mapping comes
+// back zero to the next malloc of its size.
+TEST(HeapAbuse, FreedKeptGuardedBlocksReadZeroWhereverWritten) {
+    constexpr size_t kSize = 3 * HARDEN_GUARD_MIN_SIZE;
+    static_assert(kSize <= HARDEN_GUARD_KEEP_BYTES, "a block kept mapped at free");
+    char *p = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(p, nullptr);
+    for (size_t line = 0; line < kSize / 64; line += 1 + line % 3) /* some lines left untouched */
+        p[line * 64 + line % 64] = 'A';
+    p[kSize - 1] = 'A';
+    hc_free(p);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < kSize; i++) nonzero += p[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << "bytes a program wrote survive its free";
+    bool reused = false; /* p's mapping leaves the quarantine, a spare for the next block */
+    for (int i = 0; i < 2 * HARDEN_GUARD_QUARANTINE; i++) {
+        char *q = static_cast<char *>(hc_malloc(kSize));
+        ASSERT_NE(q, nullptr);
+        reused = reused || q == p;
+        for (size_t j = 0; j < kSize; j++) ASSERT_EQ(q[j], 0) << j;
+        q[kSize / 2] = 'B';
+        hc_free(q);
+    }
+    EXPECT_TRUE(reused) << "p's mapping never came back: the test saw no spare";
+}
+
 TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
     EXPECT_EXIT(WriteAfterFreeOfAKeptBlock(), KilledBySignal(SIGABRT),
                 "^hcmalloc: free\\(\\): write after free detected in 0x[0-9a-f]+ \\(a freed guarded block "
