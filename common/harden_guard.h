@@ -72,6 +72,15 @@
  * made it four times slower with them. */
 #define HARDEN_GUARD_KEEP_BYTES ((size_t)64 << 10)
 
+/* At most this many bytes of freed guarded blocks over
+ * HARDEN_GUARD_KEEP_BYTES keep their pages (harden_guard.c), no-access
+ * like the rest: the malloc that reuses the mapping zeroes them, which
+ * costs a memset where a dropped block's pages cost a fault, a page's
+ * allocation and the kernel's zeroing each when written (a program that
+ * frees and allocates blocks of 64 KiB to a few MiB: mstress,
+ * malloc-large). Beyond it a freed block's memory is dropped. */
+#define HARDEN_GUARD_HOLD_BYTES ((size_t)32 << 20)
+
 /* A guarded block this big or bigger asks the kernel for transparent huge
  * pages (harden_guard.c): one x86-64 huge page. */
 #define HARDEN_GUARD_HUGE_BYTES ((size_t)2 << 20)
