@@ -25,11 +25,13 @@
  * Cannot stop: an overflow that jumps over the page after the block, an
  * underflow into the slack of a block whose size is not a page multiple,
  * anything done after the block's addresses left the quarantine.
- * Costs: up to HARDEN_GUARD_KEEP_BYTES, a memset at free and a zero check
- * when it leaves the quarantine, no system call once its mapping is a
- * spare of the same shape; above, two system calls (unprotect at malloc,
- * remap no-access at free) and a fault per page touched (per huge page
- * from HARDEN_GUARD_HUGE_BYTES); a fresh mapping
+ * Costs: up to HARDEN_GUARD_KEEP_BYTES, a clear at free (of the lines the
+ * program left non-zero) and a zero check when it leaves the quarantine,
+ * no system call once its mapping is a spare of the same shape; above, two
+ * system calls (unprotect at malloc, protect at free) and, while
+ * HARDEN_GUARD_HOLD_BYTES holds its pages, a memset at the malloc that
+ * reuses them, else a fault per page touched (per huge page from
+ * HARDEN_GUARD_HUGE_BYTES); a fresh mapping
  * two more (map, and unmap when it leaves the spares); and a table look-up
  * under one mutex per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
  * fast path, pay nothing (docs/design.md, section 6).
@@ -67,10 +69,19 @@
  * quarantine and spares hold at most (HARDEN_GUARD_QUARANTINE +
  * HARDEN_GUARD_SPARES) * 64 KiB = 48 MiB so (a program that frees that
  * many big blocks in a burst). Bigger blocks are made no-access at free,
- * their memory dropped. A protection change costs a program with threads
+ * their pages held or dropped (HARDEN_GUARD_HOLD_BYTES). A protection change costs a program with threads
  * a TLB shootdown: xmalloc-test's 32 KiB batches, one per 4,096 objects,
  * made it four times slower with them. */
 #define HARDEN_GUARD_KEEP_BYTES ((size_t)64 << 10)
+
+/* At most this many bytes of freed guarded blocks over
+ * HARDEN_GUARD_KEEP_BYTES keep their pages (harden_guard.c), no-access
+ * like the rest: the malloc that reuses the mapping zeroes them, which
+ * costs a memset where a dropped block's pages cost a fault, a page's
+ * allocation and the kernel's zeroing each when written (a program that
+ * frees and allocates blocks of 64 KiB to a few MiB: mstress,
+ * malloc-large). Beyond it a freed block's memory is dropped. */
+#define HARDEN_GUARD_HOLD_BYTES ((size_t)32 << 20)
 
 /* A guarded block this big or bigger asks the kernel for transparent huge
  * pages (harden_guard.c): one x86-64 huge page. */

@@ -13,6 +13,7 @@
 // buffer of its own).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -554,6 +555,50 @@ TEST(HeapAbuseDeathTest, FreedGuardedBlocksAreNoAccessAndNotReused) {
     }
 }
 
+// The pages of [p, p + bytes) the kernel holds in memory (mincore: any
+// mapping, no-access ones too); p is page-aligned.
+size_t ResidentPages(const void *p, size_t bytes) {
+    static unsigned char vec[(1 << 20) / 4096];
+    size_t pages = bytes / 4096, resident = 0;
+    if (pages > sizeof vec || mincore(const_cast<void *>(p), bytes, vec) != 0) return SIZE_MAX;
+    for (size_t i = 0; i < pages; i++) resident += vec[i] & 1;
+    return resident;
+}
+
+// A freed block over HARDEN_GUARD_KEEP_BYTES keeps its pages, no-access,
+// while the held ones stay within HARDEN_GUARD_HOLD_BYTES: the malloc that
+// reuses its mapping hands them out zeroed, where a block past the budget
+// has its memory dropped at free.
+TEST(HeapAbuse, FreedBigGuardedBlocksHoldTheirPagesWithinABudget) {
+    constexpr size_t kSize = 256 << 10, kPages = kSize / 4096;
+    static_assert(kSize > HARDEN_GUARD_KEEP_BYTES, "a block made no-access at free");
+    harden_guarded_drain(); /* no block of an earlier test holds the budget */
+    char *p = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(p, nullptr);
+    memset(p, 'A', kSize);
+    hc_free(p);
+    EXPECT_EQ(ResidentPages(p, kSize), kPages) << "the freed block's pages were dropped";
+    for (int i = 0; i < HARDEN_GUARD_QUARANTINE; i++) /* p's mapping leaves the quarantine */
+        hc_free(hc_malloc(HARDEN_GUARD_MIN_SIZE));
+    char *q = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q, p) << "the held mapping was not reused";
+    size_t nonzero = 0;
+    for (size_t i = 0; i < kSize; i++) nonzero += q[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << "a reused block kept its old bytes";
+    hc_free(q);
+    constexpr size_t kOverBudget = HARDEN_GUARD_HOLD_BYTES / kSize + 2;
+    static_assert(kOverBudget < HARDEN_GUARD_QUARANTINE, "all of them still in the quarantine");
+    static char *blocks[kOverBudget];
+    for (char *&b : blocks) {
+        ASSERT_NE(b = static_cast<char *>(hc_malloc(kSize)), nullptr);
+        memset(b, 'A', kSize);
+    }
+    for (char *b : blocks) hc_free(b);
+    EXPECT_EQ(ResidentPages(blocks[kOverBudget - 1], kSize), 0u) << "held past the budget";
+    harden_guarded_drain();
+}
+
 // A kept block (HARDEN_GUARD_KEEP_BYTES or less) reads as zeros after
 // free, and a write after free stops the program when it leaves the
 // quarantine; the next blocks get other addresses, zeroed, though their
@@ -573,6 +618,34 @@ void WriteAfterFreeOfAKeptBlock() {
         hc_free(p);
     }
     _exit(0);
+}
+
+// Free clears a kept block line by line, only the 64-byte lines that are
+// not zero (harden_guard.c): a byte written anywhere in any line, in any of
+// its eight words, reads as zero after free, and the block's mapping comes
+// back zero to the next malloc of its size.
+TEST(HeapAbuse, FreedKeptGuardedBlocksReadZeroWhereverWritten) {
+    constexpr size_t kSize = 3 * HARDEN_GUARD_MIN_SIZE;
+    static_assert(kSize <= HARDEN_GUARD_KEEP_BYTES, "a block kept mapped at free");
+    char *p = static_cast<char *>(hc_malloc(kSize));
+    ASSERT_NE(p, nullptr);
+    for (size_t line = 0; line < kSize / 64; line += 1 + line % 3) /* some lines left untouched */
+        p[line * 64 + line % 64] = 'A';
+    p[kSize - 1] = 'A';
+    hc_free(p);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < kSize; i++) nonzero += p[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << "bytes a program wrote survive its free";
+    bool reused = false; /* p's mapping leaves the quarantine, a spare for the next block */
+    for (int i = 0; i < 2 * HARDEN_GUARD_QUARANTINE; i++) {
+        char *q = static_cast<char *>(hc_malloc(kSize));
+        ASSERT_NE(q, nullptr);
+        reused = reused || q == p;
+        for (size_t j = 0; j < kSize; j++) ASSERT_EQ(q[j], 0) << j;
+        q[kSize / 2] = 'B';
+        hc_free(q);
+    }
+    EXPECT_TRUE(reused) << "p's mapping never came back: the test saw no spare";
 }
 
 TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
