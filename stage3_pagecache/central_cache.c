@@ -282,32 +282,40 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
     *last = tail;
 }
 
-/* Pops up to `want` objects off the transfer cache's top batch (splitting
- * it if it holds more); the bucket lock is held. Returns how many, 0 when
- * the transfer cache is empty. The chain's last link is set by the caller. */
-static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **first, void **last) {
+/* Pops up to `want` objects off the transfer cache's top batch (the front
+ * of its row, when it holds more: a thread still in slow start asks for
+ * less than a batch); the bucket lock is held. Returns how many, 0 when the
+ * transfer cache is empty, their addresses in `objects` in chain order.
+ * Copying pointers is all it does: no object is read under the lock. The
+ * chain's last link is set by the caller. */
+static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects) {
     if (bucket->batch_count == 0)
         return 0;
     cc_batch *top = &bucket->batches[bucket->batch_count - 1];
-    uint32_t got;
-    if (top->count <= want) {
-        got = top->count;
-        *first = top->first;
-        *last = top->last;
+    uint32_t got = top->count < want ? top->count : want;
+    void *const *row = top->objects + top->skip;
+    for (uint32_t i = 0; i < got; i++)
+        objects[i] = row[i];
+    if (got == top->count) {
         cc_set_batch_count(bucket, bucket->batch_count - 1);
     } else {
-        /* A thread still in slow start asks for less than a batch. */
-        void *tail = top->first;
-        for (uint32_t i = 1; i < want; i++)
-            tail = fl_next(tail);
-        got = want;
-        *first = top->first;
-        *last = tail;
-        top->first = fl_next(tail);
-        top->count -= want;
+        top->skip += got;
+        top->count -= got;
     }
     bucket->transfer_objects -= got;
     return got;
+}
+
+/* Asks for the cache lines of `n` objects, all at once. A batch from the
+ * transfer cache was last written by the thread that gave it back, often on
+ * another core: followed link by link (the refill, then each malloc's pop),
+ * every object is a cache miss that starts only when the one before it has
+ * arrived. With the addresses in hand the misses overlap, and the pops find
+ * the links in this core's cache. A prefetch is a hint: it reads nothing
+ * the program could see, and a wrong address cannot fault. */
+static void cc_prefetch_objects(void *const *objects, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        __builtin_prefetch(objects[i]);
 }
 
 static void cc_sweep_idle(void);
@@ -330,9 +338,13 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     cc_bucket *bucket = cc_bucket_of(cls);
     HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
-    uint32_t got = cc_transfer_pop(bucket, want, first, last);
+    void *objects[HC_MAX_BATCH]; /* a batch holds at most this many */
+    uint32_t got = cc_transfer_pop(bucket, want, objects);
     if (got > 0) {
         hc_lock_unlock(&bucket->lock);
+        cc_prefetch_objects(objects, got);
+        *first = objects[0];
+        *last = objects[got - 1];
         fl_set_next(*last, NULL); /* ours now: no other thread reads it */
         cc_check_chain(cls, *first, got);
         return got;
@@ -526,16 +538,23 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     /* LAB END: span_refcount_drop */
 }
 
-/* Pushes one whole batch on the transfer cache; 0 (nothing done) when it
- * is full. (The unlocked read only saves a lock trip when it is full; the
- * locked one decides.) */
-static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t n) {
-    if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity)
-        return 0;
+/* Is the transfer cache full? An unlocked read, which only saves a walk
+ * and a lock trip when it is; cc_transfer_push's locked one decides. */
+static int cc_transfer_looks_full(cc_bucket *bucket) {
+    return __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity;
+}
+
+/* Pushes one whole batch, the `n` objects whose addresses `objects` lists
+ * in chain order, on the transfer cache; 0 (nothing done) when it is full. */
+static int cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t n) {
     HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     int pushed = bucket->batch_count < bucket->batch_capacity;
     if (pushed) {
-        bucket->batches[bucket->batch_count] = (cc_batch){first, last, n};
+        cc_batch *slot = &bucket->batches[bucket->batch_count];
+        slot->count = n;
+        slot->skip = 0;
+        for (uint32_t i = 0; i < n; i++)
+            slot->objects[i] = objects[i];
         cc_set_batch_count(bucket, bucket->batch_count + 1);
         bucket->transfer_objects += n;
     }
@@ -549,19 +568,23 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     cc_check_chain(cls, first, n);
     /* Whole batches go to the transfer cache while it has room: the next
      * cc_fetch of this class hands each out as it is. A longer chain (a
-     * list trimmed by more than a batch) is cut into batches first. */
+     * list trimmed by more than a batch) is cut into batches first. Each
+     * batch's row of addresses is read off its links here, by the thread
+     * that gave them back and has just walked them (they are in its cache);
+     * `last` is one of them. */
+    (void)last;
     const uint32_t batch = sc_batch(cls);
-    while (n >= batch) {
-        void *batch_last = last, *rest = NULL;
-        if (n > batch) {
-            batch_last = first;
-            for (uint32_t i = 1; i < batch; i++)
-                batch_last = fl_next(batch_last);
-            rest = fl_next(batch_last);
+    void *objects[HC_MAX_BATCH];
+    while (n >= batch && !cc_transfer_looks_full(bucket)) {
+        void *obj = first;
+        for (uint32_t i = 0; i < batch; i++) {
+            objects[i] = obj;
+            /* the batch's last link is followed only if more come after it */
+            obj = i + 1 < batch || n > batch ? fl_next(obj) : NULL;
         }
-        if (!cc_transfer_push(bucket, first, batch_last, batch))
+        if (!cc_transfer_push(bucket, objects, batch))
             break;
-        first = rest;
+        first = obj;
         n -= batch;
     }
     if (n > 0)
@@ -572,10 +595,16 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
  * to the page cache; the bucket lock is held, and dropped here before any
  * object goes back to its span. */
 static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
-    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
+    /* Each batch's first object and count: its objects are still linked
+     * to each other, the chain cc_return_to_spans follows. */
+    void *firsts[CC_TRANSFER_MAX_BATCHES];
+    uint32_t counts[CC_TRANSFER_MAX_BATCHES];
     uint32_t count = bucket->batch_count;
-    for (uint32_t i = 0; i < count; i++)
-        batches[i] = bucket->batches[i];
+    for (uint32_t i = 0; i < count; i++) {
+        const cc_batch *batch = &bucket->batches[i];
+        firsts[i] = batch->objects[batch->skip];
+        counts[i] = batch->count;
+    }
     cc_set_batch_count(bucket, 0);
     bucket->transfer_objects = 0;
     /* The spare empty spans: off the list, to go back below. */
@@ -590,7 +619,7 @@ static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
     hc_lock_unlock(&bucket->lock);
     cc_give_back_spans(&given_back);
     for (uint32_t i = 0; i < count; i++)
-        cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
+        cc_return_to_spans(cls, firsts[i], counts[i], 0);
 }
 
 void cc_give_back_cached(void) {

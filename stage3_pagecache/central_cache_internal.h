@@ -12,15 +12,21 @@
 
 #include "common/compiler.h"
 #include "common/lock.h"
+#include "common/size_class.h"
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
 
-/* One whole batch in a transfer cache: a chain first..last of count objects
- * (last's link is not necessarily NULL). */
+/* One whole batch in a transfer cache, kept as a row of pointers: its
+ * objects' addresses, objects[skip..skip + count), in the order they are
+ * linked (each object's link still leads to the next, as the thread cache
+ * gave them back; the last one's link is not necessarily NULL). The row
+ * gives a fetch both ends of what it takes without a walk, and every
+ * address at once, so the objects can be brought into the fetching core's
+ * cache together rather than one link at a time (cc_fetch). */
 typedef struct cc_batch {
-    void *first;
-    void *last;
     uint32_t count;
+    uint32_t skip; /* objects a fetch of less than a batch already took */
+    void *objects[HC_MAX_BATCH];
 } cc_batch;
 
 /* Aligned (and so padded) to a cache line: two hot buckets side by side
