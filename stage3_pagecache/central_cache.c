@@ -34,6 +34,7 @@
 #include "stage2_centralcache/central_cache.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "common/fatal.h"
 #include "common/free_list.h"
@@ -293,9 +294,7 @@ static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects
         return 0;
     cc_batch *top = &bucket->batches[bucket->batch_count - 1];
     uint32_t got = top->count < want ? top->count : want;
-    void *const *row = top->objects + top->skip;
-    for (uint32_t i = 0; i < got; i++)
-        objects[i] = row[i];
+    memcpy(objects, top->objects + top->skip, got * sizeof *objects);
     if (got == top->count) {
         cc_set_batch_count(bucket, bucket->batch_count - 1);
     } else {
@@ -553,8 +552,7 @@ static int cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t n)
         cc_batch *slot = &bucket->batches[bucket->batch_count];
         slot->count = n;
         slot->skip = 0;
-        for (uint32_t i = 0; i < n; i++)
-            slot->objects[i] = objects[i];
+        memcpy(slot->objects, objects, n * sizeof *objects);
         cc_set_batch_count(bucket, bucket->batch_count + 1);
         bucket->transfer_objects += n;
     }
