@@ -15,8 +15,9 @@
  *   - the bucket writes its class into the page map for every page of a
  *     span it carves (and clears it before the span goes back), which is
  *     how hc_free finds an object's class without reading the span;
- *   - a transfer cache (transfer_cache.h) in front of the spans: whole
- *     batches given back go to the next thread that asks, untouched; the
+ *   - a transfer cache (transfer_cache.h, its stack in transfer_cache.c)
+ *     in front of the spans: whole batches given back, each a row of
+ *     pointers, go to the next thread that asks, untouched; the
  *     per-object span work happens only when it overflows or runs dry, with
  *     the object-to-span lookups done before the bucket lock is taken; empty
  *     spans wait in the bucket as spares (up to CC_EMPTY_BYTES_KEPT a class,
@@ -34,7 +35,6 @@
 #include "stage2_centralcache/central_cache.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #include "common/fatal.h"
 #include "common/free_list.h"
@@ -55,14 +55,6 @@ size_t cc_spares_kept(unsigned cls) {
         return 1;
     size_t n = CC_EMPTY_BYTES_KEPT / (sc_span_pages(cls) << HC_PAGE_SHIFT);
     return n > 0 ? n : 1;
-}
-
-uint32_t cc_transfer_capacity(unsigned cls) {
-    size_t batch_bytes = (size_t)sc_batch(cls) * sc_size(cls);
-    size_t n = CC_TRANSFER_MAX_BYTES / batch_bytes;
-    if (n < 1) n = 1;
-    if (n > CC_TRANSFER_MAX_BATCHES) n = CC_TRANSFER_MAX_BATCHES;
-    return (uint32_t)n;
 }
 
 /* Bytes of spares kept beyond each class's first, across all classes: the
@@ -116,12 +108,6 @@ cc_bucket *cc_bucket_of(unsigned cls) {
 }
 
 hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
-
-/* batch_count changes under the lock, but cc_return peeks at it without:
- * every store is atomic so that the peek is not a data race. */
-static void cc_set_batch_count(cc_bucket *bucket, uint32_t count) {
-    __atomic_store_n(&bucket->batch_count, count, __ATOMIC_RELAXED);
-}
 
 /* Takes a span for class `cls` from the page cache and writes the class
  * of its pages into the page map. Its objects are carved lazily, in address
@@ -281,40 +267,6 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
         fl_set_next(tail, NULL);
     *first = head;
     *last = tail;
-}
-
-/* Pops up to `want` objects off the transfer cache's top batch (the front
- * of its row, when it holds more: a thread still in slow start asks for
- * less than a batch); the bucket lock is held. Returns how many, 0 when the
- * transfer cache is empty, their addresses in `objects` in chain order.
- * Copying pointers is all it does: no object is read under the lock. The
- * chain's last link is set by the caller. */
-static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects) {
-    if (bucket->batch_count == 0)
-        return 0;
-    cc_batch *top = &bucket->batches[bucket->batch_count - 1];
-    uint32_t got = top->count < want ? top->count : want;
-    memcpy(objects, top->objects + top->skip, got * sizeof *objects);
-    if (got == top->count) {
-        cc_set_batch_count(bucket, bucket->batch_count - 1);
-    } else {
-        top->skip += got;
-        top->count -= got;
-    }
-    bucket->transfer_objects -= got;
-    return got;
-}
-
-/* Asks for the cache lines of `n` objects, all at once. A batch from the
- * transfer cache was last written by the thread that gave it back, often on
- * another core: followed link by link (the refill, then each malloc's pop),
- * every object is a cache miss that starts only when the one before it has
- * arrived. With the addresses in hand the misses overlap, and the pops find
- * the links in this core's cache. A prefetch is a hint: it reads nothing
- * the program could see, and a wrong address cannot fault. */
-static void cc_prefetch_objects(void *const *objects, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++)
-        __builtin_prefetch(objects[i]);
 }
 
 static void cc_sweep_idle(void);
@@ -537,54 +489,15 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     /* LAB END: span_refcount_drop */
 }
 
-/* Is the transfer cache full? An unlocked read, which only saves a walk
- * and a lock trip when it is; cc_transfer_push's locked one decides. */
-static int cc_transfer_looks_full(cc_bucket *bucket) {
-    return __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity;
-}
-
-/* Pushes one whole batch, the `n` objects whose addresses `objects` lists
- * in chain order, on the transfer cache; 0 (nothing done) when it is full. */
-static int cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t n) {
-    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-    int pushed = bucket->batch_count < bucket->batch_capacity;
-    if (pushed) {
-        cc_batch *slot = &bucket->batches[bucket->batch_count];
-        slot->count = n;
-        slot->skip = 0;
-        memcpy(slot->objects, objects, n * sizeof *objects);
-        cc_set_batch_count(bucket, bucket->batch_count + 1);
-        bucket->transfer_objects += n;
-    }
-    hc_lock_unlock(&bucket->lock);
-    return pushed;
-}
-
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     HC_TRACE(HC_TRACE_CC_RETURN, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     cc_check_chain(cls, first, n);
     /* Whole batches go to the transfer cache while it has room: the next
-     * cc_fetch of this class hands each out as it is. A longer chain (a
-     * list trimmed by more than a batch) is cut into batches first. Each
-     * batch's row of addresses is read off its links here, by the thread
-     * that gave them back and has just walked them (they are in its cache);
-     * `last` is one of them. */
+     * cc_fetch of this class hands each out as it is. The rest goes to the
+     * spans. (`last` is not needed: each batch's row is read off its links.) */
     (void)last;
-    const uint32_t batch = sc_batch(cls);
-    void *objects[HC_MAX_BATCH];
-    while (n >= batch && !cc_transfer_looks_full(bucket)) {
-        void *obj = first;
-        for (uint32_t i = 0; i < batch; i++) {
-            objects[i] = obj;
-            /* the batch's last link is followed only if more come after it */
-            obj = i + 1 < batch || n > batch ? fl_next(obj) : NULL;
-        }
-        if (!cc_transfer_push(bucket, objects, batch))
-            break;
-        first = obj;
-        n -= batch;
-    }
+    first = cc_transfer_return(bucket, cls, first, &n);
     if (n > 0)
         cc_return_to_spans(cls, first, n, cc_spares_kept(cls));
 }
@@ -593,18 +506,9 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
  * to the page cache; the bucket lock is held, and dropped here before any
  * object goes back to its span. */
 static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
-    /* Each batch's first object and count: its objects are still linked
-     * to each other, the chain cc_return_to_spans follows. */
     void *firsts[CC_TRANSFER_MAX_BATCHES];
     uint32_t counts[CC_TRANSFER_MAX_BATCHES];
-    uint32_t count = bucket->batch_count;
-    for (uint32_t i = 0; i < count; i++) {
-        const cc_batch *batch = &bucket->batches[i];
-        firsts[i] = batch->objects[batch->skip];
-        counts[i] = batch->count;
-    }
-    cc_set_batch_count(bucket, 0);
-    bucket->transfer_objects = 0;
+    uint32_t count = cc_transfer_take_all(bucket, firsts, counts);
     /* The spare empty spans: off the list, to go back below. */
     hc_span given_back;
     span_list_init(&given_back);
