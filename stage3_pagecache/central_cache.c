@@ -15,8 +15,9 @@
  *   - the bucket writes its class into the page map for every page of a
  *     span it carves (and clears it before the span goes back), which is
  *     how hc_free finds an object's class without reading the span;
- *   - a transfer cache (transfer_cache.h) in front of the spans: whole
- *     batches given back go to the next thread that asks, untouched; the
+ *   - a transfer cache (transfer_cache.h, its stack in transfer_cache.c)
+ *     in front of the spans: whole batches given back, each a row of
+ *     pointers, go to the next thread that asks, untouched; the
  *     per-object span work happens only when it overflows or runs dry, with
  *     the object-to-span lookups done before the bucket lock is taken; empty
  *     spans wait in the bucket as spares (up to CC_EMPTY_BYTES_KEPT a class,
@@ -54,14 +55,6 @@ size_t cc_spares_kept(unsigned cls) {
         return 1;
     size_t n = CC_EMPTY_BYTES_KEPT / (sc_span_pages(cls) << HC_PAGE_SHIFT);
     return n > 0 ? n : 1;
-}
-
-uint32_t cc_transfer_capacity(unsigned cls) {
-    size_t batch_bytes = (size_t)sc_batch(cls) * sc_size(cls);
-    size_t n = CC_TRANSFER_MAX_BYTES / batch_bytes;
-    if (n < 1) n = 1;
-    if (n > CC_TRANSFER_MAX_BATCHES) n = CC_TRANSFER_MAX_BATCHES;
-    return (uint32_t)n;
 }
 
 /* Bytes of spares kept beyond each class's first, across all classes: the
@@ -115,12 +108,6 @@ cc_bucket *cc_bucket_of(unsigned cls) {
 }
 
 hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
-
-/* batch_count changes under the lock, but cc_return peeks at it without:
- * every store is atomic so that the peek is not a data race. */
-static void cc_set_batch_count(cc_bucket *bucket, uint32_t count) {
-    __atomic_store_n(&bucket->batch_count, count, __ATOMIC_RELAXED);
-}
 
 /* Takes a span for class `cls` from the page cache and writes the class
  * of its pages into the page map. Its objects are carved lazily, in address
@@ -282,34 +269,6 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
     *last = tail;
 }
 
-/* Pops up to `want` objects off the transfer cache's top batch (splitting
- * it if it holds more); the bucket lock is held. Returns how many, 0 when
- * the transfer cache is empty. The chain's last link is set by the caller. */
-static uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **first, void **last) {
-    if (bucket->batch_count == 0)
-        return 0;
-    cc_batch *top = &bucket->batches[bucket->batch_count - 1];
-    uint32_t got;
-    if (top->count <= want) {
-        got = top->count;
-        *first = top->first;
-        *last = top->last;
-        cc_set_batch_count(bucket, bucket->batch_count - 1);
-    } else {
-        /* A thread still in slow start asks for less than a batch. */
-        void *tail = top->first;
-        for (uint32_t i = 1; i < want; i++)
-            tail = fl_next(tail);
-        got = want;
-        *first = top->first;
-        *last = tail;
-        top->first = fl_next(tail);
-        top->count -= want;
-    }
-    bucket->transfer_objects -= got;
-    return got;
-}
-
 static void cc_sweep_idle(void);
 
 /* Pages of the spans carved so far; each CC_SWEEP_PAGES of them, a sweep. */
@@ -330,9 +289,13 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     cc_bucket *bucket = cc_bucket_of(cls);
     HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
-    uint32_t got = cc_transfer_pop(bucket, want, first, last);
+    void *objects[HC_MAX_BATCH]; /* a batch holds at most this many */
+    uint32_t got = cc_transfer_pop(bucket, want, objects);
     if (got > 0) {
         hc_lock_unlock(&bucket->lock);
+        cc_prefetch_objects(objects, got);
+        *first = objects[0];
+        *last = objects[got - 1];
         fl_set_next(*last, NULL); /* ours now: no other thread reads it */
         cc_check_chain(cls, *first, got);
         return got;
@@ -526,44 +489,15 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     /* LAB END: span_refcount_drop */
 }
 
-/* Pushes one whole batch on the transfer cache; 0 (nothing done) when it
- * is full. (The unlocked read only saves a lock trip when it is full; the
- * locked one decides.) */
-static int cc_transfer_push(cc_bucket *bucket, void *first, void *last, uint32_t n) {
-    if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity)
-        return 0;
-    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-    int pushed = bucket->batch_count < bucket->batch_capacity;
-    if (pushed) {
-        bucket->batches[bucket->batch_count] = (cc_batch){first, last, n};
-        cc_set_batch_count(bucket, bucket->batch_count + 1);
-        bucket->transfer_objects += n;
-    }
-    hc_lock_unlock(&bucket->lock);
-    return pushed;
-}
-
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     HC_TRACE(HC_TRACE_CC_RETURN, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     cc_check_chain(cls, first, n);
     /* Whole batches go to the transfer cache while it has room: the next
-     * cc_fetch of this class hands each out as it is. A longer chain (a
-     * list trimmed by more than a batch) is cut into batches first. */
-    const uint32_t batch = sc_batch(cls);
-    while (n >= batch) {
-        void *batch_last = last, *rest = NULL;
-        if (n > batch) {
-            batch_last = first;
-            for (uint32_t i = 1; i < batch; i++)
-                batch_last = fl_next(batch_last);
-            rest = fl_next(batch_last);
-        }
-        if (!cc_transfer_push(bucket, first, batch_last, batch))
-            break;
-        first = rest;
-        n -= batch;
-    }
+     * cc_fetch of this class hands each out as it is. The rest goes to the
+     * spans. (`last` is not needed: each batch's row is read off its links.) */
+    (void)last;
+    first = cc_transfer_return(bucket, cls, first, &n);
     if (n > 0)
         cc_return_to_spans(cls, first, n, cc_spares_kept(cls));
 }
@@ -572,12 +506,9 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
  * to the page cache; the bucket lock is held, and dropped here before any
  * object goes back to its span. */
 static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
-    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
-    uint32_t count = bucket->batch_count;
-    for (uint32_t i = 0; i < count; i++)
-        batches[i] = bucket->batches[i];
-    cc_set_batch_count(bucket, 0);
-    bucket->transfer_objects = 0;
+    void *firsts[CC_TRANSFER_MAX_BATCHES];
+    uint32_t counts[CC_TRANSFER_MAX_BATCHES];
+    uint32_t count = cc_transfer_take_all(bucket, firsts, counts);
     /* The spare empty spans: off the list, to go back below. */
     hc_span given_back;
     span_list_init(&given_back);
@@ -590,7 +521,7 @@ static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
     hc_lock_unlock(&bucket->lock);
     cc_give_back_spans(&given_back);
     for (uint32_t i = 0; i < count; i++)
-        cc_return_to_spans(cls, batches[i].first, batches[i].count, 0);
+        cc_return_to_spans(cls, firsts[i], counts[i], 0);
 }
 
 void cc_give_back_cached(void) {

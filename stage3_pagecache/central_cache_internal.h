@@ -1,6 +1,7 @@
 /* stage3_pagecache/central_cache_internal.h — layer 2 on the page cache:
- * the buckets' state, shared by the central cache itself (central_cache.c)
- * and its read-only views and checks (central_cache_check.c: the census,
+ * the buckets' state, shared by the central cache itself (central_cache.c,
+ * and transfer_cache.c: the stack of batches in front of the spans) and its
+ * read-only views and checks (central_cache_check.c: the census,
  * the stats, the hardened build's chain check). No other file includes it:
  * everyone else goes through stage2_centralcache/central_cache.h. A
  * bucket's fields are guarded by its lock. */
@@ -12,15 +13,21 @@
 
 #include "common/compiler.h"
 #include "common/lock.h"
+#include "common/size_class.h"
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
 
-/* One whole batch in a transfer cache: a chain first..last of count objects
- * (last's link is not necessarily NULL). */
+/* One whole batch in a transfer cache, kept as a row of pointers: its
+ * objects' addresses, objects[skip..skip + count), in the order they are
+ * linked (each object's link still leads to the next, as the thread cache
+ * gave them back; the last one's link is not necessarily NULL). The row
+ * gives a fetch both ends of what it takes without a walk, and every
+ * address at once, so the objects can be brought into the fetching core's
+ * cache together rather than one link at a time (cc_fetch). */
 typedef struct cc_batch {
-    void *first;
-    void *last;
     uint32_t count;
+    uint32_t skip; /* objects a fetch of less than a batch already took */
+    void *objects[HC_MAX_BATCH];
 } cc_batch;
 
 /* Aligned (and so padded) to a cache line: two hot buckets side by side
@@ -44,6 +51,43 @@ extern cc_bucket cc_buckets[HC_NUM_CLASSES];
 
 /* Class `cls`'s bucket, set up on the first call into the central cache. */
 cc_bucket *cc_bucket_of(unsigned cls);
+
+/* batch_count changes under the lock, but cc_return peeks at it without:
+ * every store is atomic so that the peek is not a data race. */
+HC_INLINE void cc_set_batch_count(cc_bucket *bucket, uint32_t count) {
+    __atomic_store_n(&bucket->batch_count, count, __ATOMIC_RELAXED);
+}
+
+/* ---- The transfer cache (transfer_cache.c) ---------------------------------- */
+
+/* Pushes whole batches of the chain first.. (*n objects of class `cls`) on
+ * the bucket's transfer cache while it has room, each with its row read off
+ * the links; takes the lock once a batch. Returns the first object of what
+ * is left, *n how many (they go to the spans). */
+void *cc_transfer_return(cc_bucket *bucket, unsigned cls, void *first, uint32_t *n);
+
+/* Pops up to `want` objects off the top batch (the front of its row, when it
+ * holds more), their addresses into `objects` in chain order; the bucket lock
+ * is held. Returns how many, 0 when the transfer cache is empty. Copying
+ * pointers is all it does: no object is read under the lock, and `want`
+ * beyond HC_MAX_BATCH is never met (a batch holds at most that many). The
+ * last object's link is the caller's to set. */
+uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects);
+
+/* Asks for the cache lines of `n` objects, all at once; no lock held. A
+ * batch from the transfer cache was last written by the thread that gave it
+ * back, often on another core: followed link by link (the refill, then each
+ * malloc's pop), every object is a cache miss that starts only when the one
+ * before it has arrived. With the addresses in hand the misses overlap, and
+ * the pops find the links in this core's cache. A prefetch is a hint: it
+ * reads nothing the program could see, and a stale address cannot fault. */
+void cc_prefetch_objects(void *const *objects, uint32_t n);
+
+/* Empties the transfer cache (the bucket lock is held): each batch's first
+ * object into `firsts` and its count into `counts` (room for
+ * CC_TRANSFER_MAX_BATCHES); returns how many batches. A batch's objects are
+ * still linked to each other, the chain cc_return_to_spans follows. */
+uint32_t cc_transfer_take_all(cc_bucket *bucket, void **firsts, uint32_t *counts);
 
 /* Hardened build: every object of the chain first.. (n objects) starts an
  * object of class `cls` in one of its small spans, or the program stops.

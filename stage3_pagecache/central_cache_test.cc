@@ -348,6 +348,30 @@ TEST(TransferCache, AFetchOfLessThanABatchSplitsTheTopBatch) {
     cc_give_back_cached();
 }
 
+// The transfer cache keeps each batch as a row of its objects' addresses: a
+// fetch of part of a batch is cut where the row says, reading no object's
+// link (a batch from another thread is in that thread's cache, not this
+// one's). Here the links inside the batch are rewritten after it went in:
+// a cut that walked them would end at the wrong object.
+TEST(TransferCache, AFetchCutsABatchByItsRowNotByItsLinks) {
+    const unsigned cls = sc_index(176);
+    const uint32_t batch = sc_batch(cls);
+    ASSERT_GE(batch, 8u);
+    std::vector<void *> objs = Fetch(cls, batch);
+    ReturnChain(cls, objs);
+    *static_cast<void **>(objs[1]) = objs[5];  // o0 -> o1 -> o5: a walk of 3 would end at o5
+    void *first, *last;
+    ASSERT_EQ(cc_fetch(cls, 3, &first, &last), 3u);
+    EXPECT_EQ(first, objs[0]);
+    EXPECT_EQ(last, objs[2]) << "the row's third object ends the cut";
+    EXPECT_EQ(*static_cast<void **>(last), nullptr);
+    *static_cast<void **>(objs[1]) = objs[2];  // the fetched chain o0 -> o1 -> o2, as it should be
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(objs.begin() + 3, objs.end()))
+        << "the rest of the batch starts at the row's fourth object";
+    for (void *p : objs) Return(cls, p);
+    cc_give_back_cached();
+}
+
 // Past its capacity the transfer cache overflows to the spans; short chains
 // always go to the spans.
 TEST(TransferCache, OverflowAndShortChainsGoToTheSpans) {

@@ -2,10 +2,16 @@
  * cache's interface (central_cache.h, stage 2's, is unchanged).
  *
  * The transfer cache: each central bucket keeps, beside its spans, a small
- * stack of whole batches (first, last, count) that thread caches gave back.
- * cc_return of a full batch pushes it there and cc_fetch pops one, both
- * without reading a span or the page map: a batch one thread frees goes to
- * the next thread that asks, intact, under one short lock hold. Only when
+ * stack of whole batches that thread caches gave back, each a row of its
+ * objects' addresses (central_cache_internal.h, cc_batch). cc_return of a
+ * full batch pushes it there and cc_fetch pops one, both without reading a
+ * span or the page map: a batch one thread frees goes to the next thread
+ * that asks, intact, under one short lock hold that copies pointers. The
+ * row is read off the chain by the thread that gives it back (whose cache
+ * holds those links), and the thread that fetches it has every address at
+ * once: it asks for all the objects' cache lines together, instead of
+ * waiting for one miss per object as its refill and mallocs follow the
+ * links, and it cuts part of a batch without a walk. Only when
  * the stack is full (cc_return) or empty (cc_fetch) do objects go to or come
  * from their spans, one by one (object -> span through the page map, the
  * span's free list, its reference count), and then the lookups are done

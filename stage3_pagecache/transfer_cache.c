@@ -1,0 +1,102 @@
+/* stage3_pagecache/transfer_cache.c — layer 2 on the page cache: the
+ * transfer cache's stack of whole batches, each a row of pointers
+ * (transfer_cache.h says what it is for, central_cache_internal.h how a
+ * batch is kept). central_cache.c calls these under, or around, the bucket
+ * lock; nothing here reads a span or the page map.
+ * May touch: a bucket's batches (under its lock); the links of a chain
+ * being given back, read by the thread that gives it. */
+#include <stddef.h>
+#include <string.h>
+
+#include "common/free_list.h"
+#include "common/lock.h"
+#include "common/size_class.h"
+#include "common/trace.h"
+#include "stage3_pagecache/central_cache_internal.h"
+#include "stage3_pagecache/transfer_cache.h"
+
+uint32_t cc_transfer_capacity(unsigned cls) {
+    size_t batch_bytes = (size_t)sc_batch(cls) * sc_size(cls);
+    size_t n = CC_TRANSFER_MAX_BYTES / batch_bytes;
+    if (n < 1) n = 1;
+    if (n > CC_TRANSFER_MAX_BATCHES) n = CC_TRANSFER_MAX_BATCHES;
+    return (uint32_t)n;
+}
+
+/* Is the transfer cache full? An unlocked read, which only saves a walk
+ * and a lock trip when it is; cc_transfer_push's locked one decides. */
+static int cc_transfer_looks_full(cc_bucket *bucket) {
+    return __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity;
+}
+
+/* Pushes one whole batch, the `n` objects whose addresses `objects` lists
+ * in chain order, on the transfer cache; 0 (nothing done) when it is full.
+ * The lock is held for a copy of the row. */
+static int cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t n) {
+    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
+    int pushed = bucket->batch_count < bucket->batch_capacity;
+    if (pushed) {
+        cc_batch *slot = &bucket->batches[bucket->batch_count];
+        slot->count = n;
+        slot->skip = 0;
+        memcpy(slot->objects, objects, n * sizeof *objects);
+        cc_set_batch_count(bucket, bucket->batch_count + 1);
+        bucket->transfer_objects += n;
+    }
+    hc_lock_unlock(&bucket->lock);
+    return pushed;
+}
+
+void *cc_transfer_return(cc_bucket *bucket, unsigned cls, void *first, uint32_t *n) {
+    const uint32_t batch = sc_batch(cls);
+    void *objects[HC_MAX_BATCH];
+    while (*n >= batch && !cc_transfer_looks_full(bucket)) {
+        /* The row, read off the links with no lock held, by the thread that
+         * has just walked them to cut them off its list (tc_give_back):
+         * they are in its cache. */
+        void *obj = first;
+        for (uint32_t i = 0; i < batch; i++) {
+            objects[i] = obj;
+            /* a batch's last link is followed only if more come after it */
+            obj = i + 1 < batch || *n > batch ? fl_next(obj) : NULL;
+        }
+        if (!cc_transfer_push(bucket, objects, batch))
+            break;
+        first = obj;
+        *n -= batch;
+    }
+    return first;
+}
+
+uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects) {
+    if (bucket->batch_count == 0)
+        return 0;
+    cc_batch *top = &bucket->batches[bucket->batch_count - 1];
+    uint32_t got = top->count < want ? top->count : want;
+    memcpy(objects, top->objects + top->skip, got * sizeof *objects);
+    if (got == top->count) {
+        cc_set_batch_count(bucket, bucket->batch_count - 1);
+    } else { /* a thread still in slow start asks for less than a batch */
+        top->skip += got;
+        top->count -= got;
+    }
+    bucket->transfer_objects -= got;
+    return got;
+}
+
+void cc_prefetch_objects(void *const *objects, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        __builtin_prefetch(objects[i]);
+}
+
+uint32_t cc_transfer_take_all(cc_bucket *bucket, void **firsts, uint32_t *counts) {
+    uint32_t count = bucket->batch_count;
+    for (uint32_t i = 0; i < count; i++) {
+        const cc_batch *batch = &bucket->batches[i];
+        firsts[i] = batch->objects[batch->skip];
+        counts[i] = batch->count;
+    }
+    cc_set_batch_count(bucket, 0);
+    bucket->transfer_objects = 0;
+    return count;
+}
