@@ -268,8 +268,8 @@ static int heap_extend(size_t pages) {
 /* A new region of `bytes`, where it merges with the heap: right below its
  * lowest region when those addresses are free. A heap of disjoint regions
  * must fit each block whole into one of them, and grows far past what is
- * live (docs/stage3.md, "Regions that merge"). mmap alone never merges them: it puts
- * the region below the last mapping, but os_map_aligned trims a page off
+ * live. mmap alone never merges them: it puts the region below the last
+ * mapping, but os_map_aligned trims a page off
  * one end, and a thread's stack or the metadata mapped since lies between.
  * So when the place below is taken, the region goes HEAP_ROOM_BYTES lower
  * still: Linux fills the highest gap that fits first, so later mappings
@@ -520,7 +520,7 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
  * the free pages stay one span between them: with two large blocks live,
  * the one freed merges with all the free pages, where a block cut from the
  * front of what the other left lands in the middle and splits the heap in
- * two, neither of which may hold the next block (docs/stage3.md). */
+ * two, neither of which may hold the next block. */
 static uintptr_t large_block_start(const hc_span *s, size_t pages) {
     uintptr_t end = span_end_page(s);
     if (pages > (HC_MAX_SMALL_SIZE >> HC_PAGE_SHIFT) && s->page_count > pages && pm_lookup(end) == NULL &&
