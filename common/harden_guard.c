@@ -55,6 +55,21 @@ typedef struct {
  * HARDEN_GUARD_HOLD_BYTES). Under guard_lock. */
 static size_t held_bytes;
 
+/* The kept spares' readable pages (at most HARDEN_GUARD_SPARE_KEPT_BYTES).
+ * Under guard_lock. */
+static size_t spare_kept_bytes;
+
+static size_t kept_bytes_of(const guard_mapping *m) { return m->end - m->first; }
+
+/* Guarded mappings that exist (live, quarantined, spare): at most
+ * HARDEN_GUARD_MAX_MAPPINGS. Atomic: mapped and unmapped outside the lock. */
+static size_t mappings;
+
+static void unmap_guarded(uintptr_t base, size_t len) {
+    munmap((void *)base, len);
+    __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
+}
+
 static guard_mapping quarantine[HARDEN_GUARD_QUARANTINE];
 static unsigned quarantine_next; /* the oldest entry: the next to leave */
 
@@ -107,6 +122,7 @@ static guard_mapping spare_take(size_t len) {
     unsigned short i = *link;
     found = spares[i].mapping;
     held_bytes -= found.held; /* a live block's pages now */
+    spare_kept_bytes -= kept_bytes_of(&found);
     *link = spares[i].next;
     spares[i].next = spare_unused;
     spare_unused = i;
@@ -116,12 +132,15 @@ static guard_mapping spare_take(size_t len) {
 /* Under guard_lock: m kept as a spare. When all are in use, another
  * length's spare makes room (the lists taken in turn, so a program whose
  * block sizes change gets spares of its new lengths); it is returned for
- * the caller to unmap, else one with len 0. */
+ * the caller to unmap, else one with len 0. A kept m that would take the
+ * spares' kept pages past HARDEN_GUARD_SPARE_KEPT_BYTES is returned itself. */
 static guard_mapping spare_put(guard_mapping m) {
     static unsigned evict_next; /* the list the next eviction starts at */
     guard_mapping evicted = {0, 0, 0, 0, 0};
     if (!spares_ready)
         spares_init();
+    if (spare_kept_bytes + kept_bytes_of(&m) > HARDEN_GUARD_SPARE_KEPT_BYTES)
+        return m;
     if (spare_unused == SPARE_NONE) {
         unsigned list = evict_next;
         while (spare_heads[list] == SPARE_NONE) /* all in use: one list has one */
@@ -130,6 +149,7 @@ static guard_mapping spare_put(guard_mapping m) {
         unsigned short i = spare_heads[list];
         evicted = spares[i].mapping;
         held_bytes -= evicted.held;
+        spare_kept_bytes -= kept_bytes_of(&evicted);
         spare_heads[list] = spares[i].next;
         spares[i].next = SPARE_NONE;
         spare_unused = i;
@@ -139,6 +159,7 @@ static guard_mapping spare_put(guard_mapping m) {
     unsigned list = spare_list_of(m.len);
     spares[i] = (guard_spare){m, spare_heads[list]};
     spare_heads[list] = i;
+    spare_kept_bytes += kept_bytes_of(&m);
     return evicted;
 }
 
@@ -188,6 +209,36 @@ static int make_room(void) {
     return 0;
 }
 
+/* Where a block of `size` bytes lies in a mapping at `base` whose data
+ * part is `data` bytes: at `user`, right-aligned to `align` so that its
+ * end meets the guard page, in the pages [first, end). */
+typedef struct {
+    uintptr_t user, first, end;
+} guard_place;
+
+static guard_place place_in(uintptr_t base, size_t size, size_t data, size_t align, size_t page) {
+    uintptr_t user = (base + HARDEN_GUARD_BELOW + data - size) & ~(uintptr_t)(align - 1);
+    return (guard_place){user, user & ~(uintptr_t)(page - 1),
+                         (user + size + page - 1) & ~(uintptr_t)(page - 1)};
+}
+
+/* Under guard_lock: the live block at `user` recorded. 0, or -1 when the
+ * table had no room and could not grow. */
+static int insert_locked(uintptr_t user, uintptr_t base, size_t len, uintptr_t first, uintptr_t end) {
+    if (make_room() != 0)
+        return -1;
+    guard_entry *e = &table[slot_of(user, capacity)];
+    while (e->user > GUARD_GONE)
+        e = &table[((size_t)(e - table) + 1) & (capacity - 1)];
+    if (e->user == 0)
+        occupied++;
+    *e = (guard_entry){.user = user, .base = base, .len = len, .usable = end - user};
+    live++;
+    live_usable_bytes += end - user;
+    live_page_bytes += end - first;
+    return 0;
+}
+
 void *harden_guarded_alloc(size_t size) {
     size_t page = os_page_size();
     if (size > ((size_t)1 << 46)) /* more than the address space could hold */
@@ -206,55 +257,62 @@ void *harden_guarded_alloc(size_t size) {
     guard_mapping spare = {0, 0, 0, 0, 0};
     pthread_mutex_lock(&guard_lock);
     spare = spare_take(len);
-    pthread_mutex_unlock(&guard_lock);
-    if (spare.len != 0)
+    if (spare.len != 0) {
+        /* A kept spare of the same shape is ready as it is (zero, checked as
+         * it left the quarantine): recorded under the same lock, no system
+         * call, one lock round for the whole malloc. */
+        guard_place at = place_in(spare.base, size, data, align, page);
+        if (spare.first == at.first && spare.end == at.end) {
+            int recorded = insert_locked(at.user, spare.base, len, at.first, at.end);
+            pthread_mutex_unlock(&guard_lock);
+            if (recorded == 0)
+                return (void *)at.user;
+            unmap_guarded(spare.base, len);
+            errno = saved_errno;
+            return NULL;
+        }
         base = (char *)spare.base;
+    }
+    pthread_mutex_unlock(&guard_lock);
     if (base == NULL) {
+        if (__atomic_fetch_add(&mappings, 1, __ATOMIC_RELAXED) >= HARDEN_GUARD_MAX_MAPPINGS) {
+            __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
+            return NULL; /* enough of the process's memory areas: unguarded */
+        }
         base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (base == MAP_FAILED && harden_guarded_drain() != 0) /* freed blocks held the room */
             base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         errno = saved_errno;
+        if (base == MAP_FAILED) {
+            __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
     }
-    if (base == MAP_FAILED)
-        return NULL;
-    uintptr_t user = ((uintptr_t)base + HARDEN_GUARD_BELOW + data - size) & ~(uintptr_t)(align - 1);
-    uintptr_t first = user & ~(uintptr_t)(page - 1);
-    uintptr_t end = (user + size + page - 1) & ~(uintptr_t)(page - 1); /* the guard after */
-    /* A kept spare of the same shape is ready as it is (zero, checked): no
-     * system call. One of another shape is made no-access first. */
-    int ready = spare.first == first && spare.end == end;
-    if (!ready && spare.end != 0 && mprotect(base, len, PROT_NONE) != 0)
+    guard_place at = place_in((uintptr_t)base, size, data, align, page);
+    uintptr_t user = at.user, first = at.first, end = at.end; /* end: the guard after */
+    /* A kept spare of another shape (readable) is made no-access first; a
+     * fresh mapping, or a spare of a bigger block, is no-access already. */
+    if (spare.end != 0 && mprotect(base, len, PROT_NONE) != 0)
         spare.end = 0; /* still readable, and all zero: checked as it left the quarantine */
-    if (!ready && mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) {
-        munmap(base, len);
+    if (mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) {
+        unmap_guarded((uintptr_t)base, len);
         errno = saved_errno;
         return NULL;
     }
-    if (!ready && (spare.end != 0 || spare.held != 0))
+    if (spare.end != 0 || spare.held != 0)
         memset((void *)first, 0, end - first); /* pages an older block may have written */
     /* A block of huge pages' size or more asks for them (THP's "madvise"
      * mode, Debian's default): its fresh pages then come in a fault per
      * 2 MiB instead of one per page, which was most of a program's time
      * when it writes whole its multi-megabyte blocks (malloc-large). The
      * advice is the block's own: free replaces its mapping. */
-    if (!ready && end - first >= HARDEN_GUARD_HUGE_BYTES)
+    if (end - first >= HARDEN_GUARD_HUGE_BYTES)
         madvise((void *)first, end - first, MADV_HUGEPAGE);
     pthread_mutex_lock(&guard_lock);
-    int room = make_room();
-    if (room == 0) {
-        guard_entry *e = &table[slot_of(user, capacity)];
-        while (e->user > GUARD_GONE)
-            e = &table[((size_t)(e - table) + 1) & (capacity - 1)];
-        if (e->user == 0)
-            occupied++;
-        *e = (guard_entry){.user = user, .base = (uintptr_t)base, .len = len, .usable = end - user};
-        live++;
-        live_usable_bytes += end - user;
-        live_page_bytes += end - first;
-    }
+    int room = insert_locked(user, (uintptr_t)base, len, first, end);
     pthread_mutex_unlock(&guard_lock);
     if (room != 0) {
-        munmap(base, len);
+        unmap_guarded((uintptr_t)base, len);
         errno = saved_errno;
         return NULL;
     }
@@ -323,7 +381,7 @@ size_t harden_guarded_drain(void) {
             continue;
         if (m->end != 0)
             check_still_zero(m);
-        munmap((void *)m->base, m->len);
+        unmap_guarded(m->base, m->len);
         bytes += m->len;
         held_bytes -= m->held;
         *m = (guard_mapping){0, 0, 0, 0, 0};
@@ -331,9 +389,10 @@ size_t harden_guarded_drain(void) {
     for (unsigned list = 0; spares_ready && list < SPARE_LISTS; list++) {
         while (spare_heads[list] != SPARE_NONE) {
             unsigned short i = spare_heads[list];
-            munmap((void *)spares[i].mapping.base, spares[i].mapping.len);
+            unmap_guarded(spares[i].mapping.base, spares[i].mapping.len);
             bytes += spares[i].mapping.len;
             held_bytes -= spares[i].mapping.held;
+            spare_kept_bytes -= kept_bytes_of(&spares[i].mapping);
             spare_heads[list] = spares[i].next;
             spares[i].next = spare_unused;
             spare_unused = i;
@@ -393,7 +452,7 @@ int harden_guarded_free(void *p) {
     oldest = spare_put(oldest);
     pthread_mutex_unlock(&guard_lock);
     if (oldest.len != 0)
-        munmap((void *)oldest.base, oldest.len);
+        unmap_guarded(oldest.base, oldest.len);
     errno = saved_errno;
     return 1;
 }

@@ -66,9 +66,9 @@
  * in the quarantine, with no system call: a read after free sees zeros, a
  * write after free stops the program when the block leaves the quarantine
  * (it must still be zero). Its mapping is then reused as it is. The
- * quarantine and spares hold at most (HARDEN_GUARD_QUARANTINE +
- * HARDEN_GUARD_SPARES) * 64 KiB = 48 MiB so (a program that frees that
- * many big blocks in a burst). Bigger blocks are made no-access at free,
+ * quarantine holds at most HARDEN_GUARD_QUARANTINE * 64 KiB = 16 MiB so,
+ * the spares HARDEN_GUARD_SPARE_KEPT_BYTES (a program that frees that many
+ * big blocks in a burst). Bigger blocks are made no-access at free,
  * their pages held or dropped (HARDEN_GUARD_HOLD_BYTES). A protection change costs a program with threads
  * a TLB shootdown: xmalloc-test's 32 KiB batches, one per 4,096 objects,
  * made it four times slower with them. */
@@ -90,8 +90,26 @@
 /* Mappings out of the quarantine kept for reuse by a block of the same
  * mapping length (harden_guard.c, a list per length): a program that frees
  * many blocks, then allocates many (rptest), finds one for each instead of
- * mapping anew. */
-#define HARDEN_GUARD_SPARES 512
+ * mapping anew. With 512, rptest's two threads, about 1,500 guarded blocks
+ * live at their peak, unmapped a spare for a third of their frees and
+ * mapped anew for as many mallocs: each a system call that changes the
+ * mappings, and with two threads a TLB shootdown. */
+#define HARDEN_GUARD_SPARES 4096
+
+/* At most this many bytes of kept blocks' pages (HARDEN_GUARD_KEEP_BYTES
+ * or less each: readable, zero) wait in the spares: beyond it the oldest
+ * spares are unmapped, so a burst of frees of many 64 KiB blocks does not
+ * keep 256 MiB resident. */
+#define HARDEN_GUARD_SPARE_KEPT_BYTES ((size_t)32 << 20)
+
+/* At most this many guarded mappings at once (live blocks, the
+ * quarantine's, the spares), two of the process's memory areas each: with
+ * Linux's default vm.max_map_count (65,530) half the areas stay for the
+ * heap's own mappings and the program's. Past it a malloc gets an
+ * unguarded block: a program with 40,000 live 8 KiB blocks used every area
+ * the kernel allows, and then the heap could map no span for the unguarded
+ * blocks either (malloc returned NULL). */
+#define HARDEN_GUARD_MAX_MAPPINGS 16384
 
 #if HC_HARDENED
 
@@ -99,9 +117,9 @@
 HC_INLINE int harden_guards(size_t size) { return size >= HARDEN_GUARD_MIN_SIZE; }
 
 /* A guarded block of `size` bytes (>= 1); NULL, errno unchanged, when no
- * mapping could be had (the kernel's limit on mappings, vm.max_map_count,
- * is about 21,000 guarded blocks): the caller then hands out an unguarded
- * block, so a program with many big blocks runs on, less protected. */
+ * mapping could be had or HARDEN_GUARD_MAX_MAPPINGS are in use: the
+ * caller then hands out an unguarded block, so a program with many big
+ * blocks runs on, less protected. */
 void *harden_guarded_alloc(size_t size);
 
 /* Bytes usable at `p` if it is a guarded block's start, else 0: a pointer

@@ -648,6 +648,54 @@ TEST(HeapAbuse, FreedKeptGuardedBlocksReadZeroWhereverWritten) {
     EXPECT_TRUE(reused) << "p's mapping never came back: the test saw no spare";
 }
 
+// The spares keep kept blocks' pages, readable and zero, for the next
+// malloc of their length, up to HARDEN_GUARD_SPARE_KEPT_BYTES of them: a
+// spare past the budget is unmapped as it leaves the quarantine, so a
+// burst of frees of many blocks of 64 KiB does not stay resident.
+TEST(HeapAbuse, SparesKeepKeptPagesWithinABudget) {
+    constexpr size_t kSize = HARDEN_GUARD_KEEP_BYTES, kPages = kSize / 4096;
+    constexpr size_t kFitting = HARDEN_GUARD_SPARE_KEPT_BYTES / kSize;
+    constexpr size_t kBlocks = HARDEN_GUARD_QUARANTINE + kFitting + 8;
+    static_assert(kFitting + 8 < HARDEN_GUARD_SPARES, "the budget binds before the count does");
+    harden_guarded_drain(); /* no spare of an earlier test holds the budget */
+    static char *blocks[kBlocks];
+    for (char *&b : blocks) {
+        ASSERT_NE(b = static_cast<char *>(hc_malloc(kSize)), nullptr);
+        memset(b, 'A', kSize);
+    }
+    for (char *b : blocks) hc_free(b); /* the first kFitting + 8 leave the quarantine */
+    EXPECT_EQ(ResidentPages(blocks[0], kSize), kPages) << "the first spare was not kept";
+    EXPECT_EQ(ResidentPages(blocks[kFitting - 1], kSize), kPages) << "a spare within the budget";
+    EXPECT_EQ(ResidentPages(blocks[kFitting + 4], kSize), SIZE_MAX) << "a spare past the budget is mapped";
+    harden_guarded_drain();
+}
+
+// Past HARDEN_GUARD_MAX_MAPPINGS guarded mappings a malloc gets an
+// unguarded block, and never NULL: the process's memory areas
+// (vm.max_map_count) stay enough for the heap to map the spans that serve
+// those blocks.
+TEST(HeapAbuse, GuardedMappingsStopAtTheirLimitAndMallocGoesOn) {
+    harden_guarded_drain(); /* no freed mapping of an earlier test counts */
+    constexpr size_t kPast = 64;
+    static void *blocks[HARDEN_GUARD_MAX_MAPPINGS + kPast];
+    size_t n = 0, guarded = 0;
+    while (n < HARDEN_GUARD_MAX_MAPPINGS + kPast) {
+        void *p = hc_malloc(HARDEN_GUARD_MIN_SIZE);
+        ASSERT_NE(p, nullptr) << "after " << n << " blocks";
+        blocks[n++] = p;
+        if (harden_guarded_size(p) != 0)
+            guarded++;
+    }
+    EXPECT_LE(guarded, static_cast<size_t>(HARDEN_GUARD_MAX_MAPPINGS));
+    EXPECT_GT(guarded, HARDEN_GUARD_MAX_MAPPINGS - kPast) << "blocks of earlier tests are few";
+    EXPECT_EQ(harden_guarded_size(blocks[n - 1]), 0u) << "the limit let a mapping past it";
+    for (size_t i = 0; i < n; i++) hc_free(blocks[i]);
+    harden_guarded_drain();
+    void *again = hc_malloc(HARDEN_GUARD_MIN_SIZE); /* the limit's room is back */
+    EXPECT_NE(harden_guarded_size(again), 0u);
+    hc_free(again);
+}
+
 TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
     EXPECT_EXIT(WriteAfterFreeOfAKeptBlock(), KilledBySignal(SIGABRT),
                 "^hcmalloc: free\\(\\): write after free detected in 0x[0-9a-f]+ \\(a freed guarded block "
