@@ -42,10 +42,15 @@
 # base and an empty disk cache; tools already installed) on the project's
 # 2-core machine (Debian 12), 2 Dec 2026:
 #   d=$(mktemp -d); git clone -q REPO $d; cd $d; time CI=true bash .ci/run
-# 37 min 10 s, 507 tests (the hostile-program harness ran beside the plain
-# part): plain 525 s, opt 369 s, debug 305 s, asan 268 s, tsan 399 s, extra
-# 161 s, labs 201 s, the output base 5.2 GB at its largest; lab 3's handout
-# check failed there, fixed after it. (2 Dec, the round before: 22 min 39 s,
+# 21 min 58 s, 473 tests, the machine otherwise idle: plain 291 s, opt 159 s
+# (264 s on a quiet day of the same machine before it left out the flavour
+# targets), debug 230 s, asan 188 s, tsan 237 s, extra 74 s, labs 137 s, the
+# output base 5.3 GB at the end. (The same machine was slower on other days:
+# the tree before took 51 min 18 s in CI, and here about 49 min with opt at
+# 580 s; the one before it 37 min 10 s,
+# 507 tests, beside the hostile-program harness: plain 525 s, opt 369 s,
+# debug 305 s, asan 268 s, tsan 399 s, extra 161 s, labs 201 s, 5.2 GB at its
+# largest.) (2 Dec, the round before: 22 min 39 s,
 # 502 tests: plain 262 s, opt 264 s, debug 206 s, asan 155 s, tsan 251 s,
 # extra 82 s, labs 138 s; before it: 24 min 20 s, 492 tests, 4.5 GB at the peak; 1 Dec 2026: 27 min 13 s, 473
 # tests, 5.4 GB; 7.6 GB before the configurations stopped writing the disk
