@@ -65,10 +65,10 @@
 /* A freed guarded block this small (its pages) is zeroed and stays mapped
  * in the quarantine, with no system call: a read after free sees zeros, a
  * write after free stops the program when the block leaves the quarantine
- * (it must still be zero). Its mapping is then reused as it is. The
- * quarantine holds at most HARDEN_GUARD_QUARANTINE * 64 KiB = 16 MiB so,
- * the spares HARDEN_GUARD_SPARE_KEPT_BYTES (a program that frees that many
- * big blocks in a burst). Bigger blocks are made no-access at free,
+ * (it must still be zero). Its mapping is then reused as it is. Such
+ * pages stay resident: at most HARDEN_GUARD_QUARANTINE * 64 KiB = 16 MiB
+ * in the quarantine and HARDEN_GUARD_SPARE_KEPT_BYTES in the spares, for a
+ * program that frees many big blocks in a burst. Bigger blocks are made no-access at free,
  * their pages held or dropped (HARDEN_GUARD_HOLD_BYTES). A protection change costs a program with threads
  * a TLB shootdown: xmalloc-test's 32 KiB batches, one per 4,096 objects,
  * made it four times slower with them. */
@@ -97,9 +97,9 @@
 #define HARDEN_GUARD_SPARES 4096
 
 /* At most this many bytes of kept blocks' pages (HARDEN_GUARD_KEEP_BYTES
- * or less each: readable, zero) wait in the spares: beyond it the oldest
- * spares are unmapped, so a burst of frees of many 64 KiB blocks does not
- * keep 256 MiB resident. */
+ * or less each: readable, zero) wait in the spares: a kept mapping leaving
+ * the quarantine past it is unmapped instead of kept, so a burst of frees
+ * of 4,096 blocks of 64 KiB does not leave 256 MiB resident. */
 #define HARDEN_GUARD_SPARE_KEPT_BYTES ((size_t)32 << 20)
 
 /* At most this many guarded mappings at once (live blocks, the

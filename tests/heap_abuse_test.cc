@@ -689,6 +689,19 @@ TEST(HeapAbuse, GuardedMappingsStopAtTheirLimitAndMallocGoesOn) {
     EXPECT_LE(guarded, static_cast<size_t>(HARDEN_GUARD_MAX_MAPPINGS));
     EXPECT_GT(guarded, HARDEN_GUARD_MAX_MAPPINGS - kPast) << "blocks of earlier tests are few";
     EXPECT_EQ(harden_guarded_size(blocks[n - 1]), 0u) << "the limit let a mapping past it";
+    // Unguarded blocks, written and freed, come back zero from calloc (a
+    // guarded one comes zero by itself; these are reused heap blocks).
+    for (size_t i = n - kPast; i < n; i++) memset(blocks[i], 'A', HARDEN_GUARD_MIN_SIZE);
+    for (size_t i = n - kPast; i < n; i++) hc_free(blocks[i]);
+    for (size_t i = n - kPast; i < n; i++) {
+        char *q = static_cast<char *>(hc_calloc(1, HARDEN_GUARD_MIN_SIZE));
+        ASSERT_NE(q, nullptr);
+        ASSERT_EQ(harden_guarded_size(q), 0u) << "a mapping past the limit";
+        size_t nonzero = 0;
+        for (size_t j = 0; j < HARDEN_GUARD_MIN_SIZE; j++) nonzero += q[j] != 0;
+        EXPECT_EQ(nonzero, 0u) << "calloc handed out a dirty unguarded block";
+        blocks[i] = q;
+    }
     for (size_t i = 0; i < n; i++) hc_free(blocks[i]);
     harden_guarded_drain();
     void *again = hc_malloc(HARDEN_GUARD_MIN_SIZE); /* the limit's room is back */
