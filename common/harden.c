@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <pthread.h>
 
 #include "common/fatal.h"
 
@@ -99,11 +98,12 @@ void harden_free_of_free(const void *slot) {
 static uintptr_t zero_regions[HARDEN_ZERO_REGIONS]; /* start addresses, 0: none yet */
 static uintptr_t zero_next;                         /* next address in the newest region */
 static unsigned zero_region_count;
-static pthread_mutex_t zero_lock = PTHREAD_MUTEX_INITIALIZER; /* slow path: malloc(0) only */
+static harden_leaf_lock_t zero_lock = HARDEN_LEAF_LOCK_INITIALIZER; /* slow path: malloc(0) only */
+static int zero_lock_held_before_fork;
 
 void *harden_zero_size_alloc(void) {
     void *p = NULL;
-    pthread_mutex_lock(&zero_lock);
+    harden_leaf_lock(&zero_lock);
     unsigned n = zero_region_count;
     if (n == 0 || zero_next == zero_regions[n - 1] + HARDEN_ZERO_REGION_BYTES) {
         void *region = n < HARDEN_ZERO_REGIONS
@@ -111,7 +111,7 @@ void *harden_zero_size_alloc(void) {
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                            : MAP_FAILED;
         if (region == MAP_FAILED) {
-            pthread_mutex_unlock(&zero_lock);
+            harden_leaf_unlock(&zero_lock);
             errno = ENOMEM;
             return NULL;
         }
@@ -121,20 +121,20 @@ void *harden_zero_size_alloc(void) {
     }
     p = (void *)zero_next;
     zero_next += 16;
-    pthread_mutex_unlock(&zero_lock);
+    harden_leaf_unlock(&zero_lock);
     return p;
 }
 
 /* The hardened build's own locks across fork(), after every allocator
  * lock (stage 4's fork.c): neither is held while another lock is taken. */
 void harden_fork_lock(void) {
-    pthread_mutex_lock(&zero_lock);
+    zero_lock_held_before_fork = harden_leaf_fork_lock(&zero_lock);
     harden_guard_fork_lock();
 }
 
-void harden_fork_unlock(void) {
-    harden_guard_fork_unlock();
-    pthread_mutex_unlock(&zero_lock);
+void harden_fork_unlock(int in_child) {
+    harden_guard_fork_unlock(in_child);
+    harden_leaf_fork_unlock(&zero_lock, zero_lock_held_before_fork, in_child);
 }
 
 /* Lock-free: regions are only added, each published before the count. */

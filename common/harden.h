@@ -135,9 +135,12 @@ void *harden_zero_size_alloc(void);
 int harden_is_zero_size(const void *p);
 
 /* The hardened build's locks (malloc(0)'s, the guarded blocks') across
- * fork(): stage 4's fork handlers take them after every allocator lock. */
+ * fork(): stage 4's fork handlers take them after every allocator lock,
+ * and leave one that a signal-handler fork's own thread held to it
+ * (harden_leaf_fork_lock, common/harden_guard.h). in_child: 1 in the
+ * child's handler, 0 in the parent's. */
 void harden_fork_lock(void);
-void harden_fork_unlock(void);
+void harden_fork_unlock(int in_child);
 
 /* A decoded link with any of these bits set is not one the allocator wrote. */
 #define HARDEN_BAD_LINK_BITS (~(((uintptr_t)1 << 47) - 1) | (uintptr_t)15)
@@ -267,7 +270,7 @@ HC_INLINE void harden_overflow_last(const void *slot) { (void)slot; }
 HC_INLINE void *harden_zero_size_alloc(void) { return NULL; }
 HC_INLINE int harden_is_zero_size(const void *p) { (void)p; return 0; }
 HC_INLINE void harden_fork_lock(void) {}
-HC_INLINE void harden_fork_unlock(void) {}
+HC_INLINE void harden_fork_unlock(int in_child) { (void)in_child; }
 
 HC_INLINE void harden_init(void) {}
 HC_INLINE uintptr_t harden_slot_key(const void *slot) { (void)slot; return 0; }

@@ -2,19 +2,23 @@
  * one mapping per block, a table from block start to mapping, and the
  * quarantine of freed mappings. Empty in the default build. Never calls
  * malloc: the table is mapped from the OS, reports go through fatal.c.
- * Locking: one mutex for the table and the quarantine, never held across
- * a system call; every caller is a slow path. */
+ * Locking: one leaf lock (harden_guard.h) for the table, the quarantine
+ * and the spares, never held across a system call but the table's rare
+ * growth; every caller is a slow path. */
 #define _GNU_SOURCE /* MAP_NORESERVE */
 #include "common/harden_guard.h"
 
 #if HC_HARDENED
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "common/lock.h"
 #include "common/os.h"
 #include "common/size_class.h"
 
@@ -163,7 +167,8 @@ static guard_mapping spare_put(guard_mapping m) {
     return evicted;
 }
 
-static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static harden_leaf_lock_t guard_lock = HARDEN_LEAF_LOCK_INITIALIZER;
+static int guard_lock_held_before_fork;
 
 static size_t slot_of(uintptr_t user, size_t cap) {
     return (size_t)(((user >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (cap - 1);
@@ -255,7 +260,7 @@ void *harden_guarded_alloc(size_t size) {
     size_t len = HARDEN_GUARD_BELOW + data + page;
     char *base = NULL;
     guard_mapping spare = {0, 0, 0, 0, 0};
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     spare = spare_take(len);
     if (spare.len != 0) {
         /* A kept spare of the same shape is ready as it is (zero, checked as
@@ -264,7 +269,7 @@ void *harden_guarded_alloc(size_t size) {
         guard_place at = place_in(spare.base, size, data, align, page);
         if (spare.first == at.first && spare.end == at.end) {
             int recorded = insert_locked(at.user, spare.base, len, at.first, at.end);
-            pthread_mutex_unlock(&guard_lock);
+            harden_leaf_unlock(&guard_lock);
             if (recorded == 0)
                 return (void *)at.user;
             unmap_guarded(spare.base, len);
@@ -273,7 +278,7 @@ void *harden_guarded_alloc(size_t size) {
         }
         base = (char *)spare.base;
     }
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     if (base == NULL) {
         if (__atomic_fetch_add(&mappings, 1, __ATOMIC_RELAXED) >= HARDEN_GUARD_MAX_MAPPINGS) {
             __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
@@ -308,9 +313,9 @@ void *harden_guarded_alloc(size_t size) {
      * advice is the block's own: free replaces its mapping. */
     if (end - first >= HARDEN_GUARD_HUGE_BYTES)
         madvise((void *)first, end - first, MADV_HUGEPAGE);
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     int room = insert_locked(user, (uintptr_t)base, len, first, end);
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     if (room != 0) {
         unmap_guarded((uintptr_t)base, len);
         errno = saved_errno;
@@ -320,18 +325,18 @@ void *harden_guarded_alloc(size_t size) {
 }
 
 size_t harden_guarded_size(const void *p) {
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     guard_entry *e = find((uintptr_t)p);
     size_t usable = e != NULL ? e->usable : 0;
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     return usable;
 }
 
 void harden_guarded_collect_stats(hc_stats *out) {
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     out->bytes_in_use += live_usable_bytes;
     out->os_mapped_bytes += live_page_bytes;
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
 }
 
 /* A kept mapping leaving the quarantine: its bytes must be the zeros free
@@ -374,7 +379,7 @@ static void clear_written(uintptr_t first, uintptr_t end) {
  * already said no. Returns the bytes of address space given back. */
 size_t harden_guarded_drain(void) {
     size_t bytes = 0;
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     for (unsigned i = 0; i < HARDEN_GUARD_QUARANTINE; i++) {
         guard_mapping *m = &quarantine[i];
         if (m->len == 0)
@@ -398,16 +403,86 @@ size_t harden_guarded_drain(void) {
             spare_unused = i;
         }
     }
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     return bytes;
 }
 
-void harden_guard_fork_lock(void) { pthread_mutex_lock(&guard_lock); }
-void harden_guard_fork_unlock(void) { pthread_mutex_unlock(&guard_lock); }
+#define LEAF_WAITERS (1u << 31)
+
+/* This thread's id in a leaf lock's word: a count, not the kernel's thread
+ * id, which changes in a fork's child and comes back for later threads.
+ * The child's one thread keeps its id, and its later threads count on. */
+static HC_THREAD_LOCAL unsigned leaf_thread_id;
+static unsigned leaf_ids_given;
+
+static unsigned leaf_id(void) {
+    unsigned id = leaf_thread_id;
+    while (HC_UNLIKELY(id == 0)) /* first use; 0 again after 2^31 threads */
+        id = (__atomic_add_fetch(&leaf_ids_given, 1, __ATOMIC_RELAXED)) & ~LEAF_WAITERS;
+    leaf_thread_id = id;
+    return id;
+}
+
+static void leaf_take(harden_leaf_lock_t *lock) {
+    unsigned me = leaf_id(), seen = 0;
+    if (__atomic_compare_exchange_n(&lock->word, &seen, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    for (;;) {
+        /* Taken from a queue: others may still wait, so the bit stays. */
+        if (seen == 0) {
+            if (__atomic_compare_exchange_n(&lock->word, &seen, me | LEAF_WAITERS, 0,
+                                            __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+                return;
+            continue;
+        }
+        if ((seen & LEAF_WAITERS) == 0 &&
+            !__atomic_compare_exchange_n(&lock->word, &seen, seen | LEAF_WAITERS, 0,
+                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            continue;
+        syscall(SYS_futex, &lock->word, FUTEX_WAIT_PRIVATE, seen | LEAF_WAITERS, NULL, NULL, 0);
+        seen = __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
+    }
+}
+
+/* One atomic exchange lets go: no moment where the word names this thread
+ * but the lock is free, or the reverse. */
+static void leaf_give(harden_leaf_lock_t *lock) {
+    if (__atomic_exchange_n(&lock->word, 0, __ATOMIC_RELEASE) & LEAF_WAITERS)
+        syscall(SYS_futex, &lock->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void harden_leaf_lock(harden_leaf_lock_t *lock) {
+    if (!hc_lock_fork_owner)
+        leaf_take(lock);
+}
+
+void harden_leaf_unlock(harden_leaf_lock_t *lock) {
+    if (!hc_lock_fork_owner)
+        leaf_give(lock);
+}
+
+int harden_leaf_fork_lock(harden_leaf_lock_t *lock) {
+    if ((__atomic_load_n(&lock->word, __ATOMIC_RELAXED) & ~LEAF_WAITERS) == leaf_id())
+        return 1; /* this thread's, in the section the signal interrupted */
+    leaf_take(lock);
+    return 0;
+}
+
+void harden_leaf_fork_unlock(harden_leaf_lock_t *lock, int held_before, int in_child) {
+    if (in_child) /* nobody waits in the child: its one thread's, or free */
+        __atomic_store_n(&lock->word, held_before ? leaf_id() : 0, __ATOMIC_RELAXED);
+    else if (!held_before)
+        leaf_give(lock);
+}
+
+void harden_guard_fork_lock(void) { guard_lock_held_before_fork = harden_leaf_fork_lock(&guard_lock); }
+void harden_guard_fork_unlock(int in_child) {
+    harden_leaf_fork_unlock(&guard_lock, guard_lock_held_before_fork, in_child);
+}
 
 int harden_guarded_free(void *p) {
     int saved_errno = errno; /* free never changes errno (POSIX 2024; glibc's tst-free-errno) */
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     guard_entry *e = find((uintptr_t)p);
     guard_mapping gone = {0, 0, 0, 0, 0};
     if (e != NULL) {
@@ -422,7 +497,7 @@ int harden_guarded_free(void *p) {
         live_usable_bytes -= e->usable;
         live_page_bytes -= end - first;
     }
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     if (e == NULL)
         return 0;
     /* A small block is zeroed and stays mapped (no system call: a read
@@ -438,19 +513,19 @@ int harden_guarded_free(void *p) {
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
             mprotect((void *)gone.base, gone.len, PROT_NONE);
     }
-    pthread_mutex_lock(&guard_lock);
+    harden_leaf_lock(&guard_lock);
     guard_mapping oldest = quarantine[quarantine_next];
     quarantine[quarantine_next] = gone;
     quarantine_next = (quarantine_next + 1) % HARDEN_GUARD_QUARANTINE;
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     if (oldest.len == 0) {
         errno = saved_errno;
         return 1;
     }
     check_still_zero(&oldest);
-    pthread_mutex_lock(&guard_lock); /* out of the quarantine: a spare, if one is unused */
+    harden_leaf_lock(&guard_lock); /* out of the quarantine: a spare, if one is unused */
     oldest = spare_put(oldest);
-    pthread_mutex_unlock(&guard_lock);
+    harden_leaf_unlock(&guard_lock);
     if (oldest.len != 0)
         unmap_guarded(oldest.base, oldest.len);
     errno = saved_errno;

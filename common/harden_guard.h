@@ -143,7 +143,42 @@ size_t harden_guarded_drain(void);
 /* The table's lock across fork() (stage 4's fork.c takes it last, after
  * every allocator lock: nothing holding it takes another). */
 void harden_guard_fork_lock(void);
-void harden_guard_fork_unlock(void);
+void harden_guard_fork_unlock(int in_child);
+
+/* The hardened build's two locks (the guarded blocks' table, malloc(0)'s
+ * regions) are leaves: nothing else is taken while one is held, and
+ * nothing is held when one is taken. Each is a lock word that names its
+ * holder, a small id of the thread (0: free; the top bit: a thread may be
+ * waiting, in the kernel's futex queue), so that a fork can ask whether
+ * its own thread holds it, exactly.
+ *
+ * Why the fork must ask: a signal handler may fork in the middle of this
+ * thread's section (POSIX 2024 no longer lists fork() as async-signal-safe,
+ * and glibc's own malloc hangs there, but programs do it). A prepare
+ * handler that waits for a lock its own thread holds waits forever. So
+ * harden_leaf_fork_lock takes the lock unless this thread holds it, and
+ * says which (1: held before); harden_leaf_fork_unlock then leaves such a
+ * lock to the interrupted section, in the parent and in the child, which
+ * finishes it once the handler returns. A pthread mutex cannot answer
+ * exactly: glibc writes its owner after taking the lock word and clears it
+ * before letting go, and a signal lands in those windows most of all, at
+ * the return of the futex calls inside them.
+ *
+ * The checker flavours (TSan, Valgrind) build without HC_HARDENED, so no
+ * checker meets this lock. */
+typedef struct {
+    unsigned word;
+} harden_leaf_lock_t;
+
+#define HARDEN_LEAF_LOCK_INITIALIZER { 0 }
+
+/* Skipped, as common/lock.h skips the allocator's, while this thread holds
+ * every lock for a fork (a prepare handler registered before hcmalloc's
+ * may allocate). */
+void harden_leaf_lock(harden_leaf_lock_t *lock);
+void harden_leaf_unlock(harden_leaf_lock_t *lock);
+int harden_leaf_fork_lock(harden_leaf_lock_t *lock);
+void harden_leaf_fork_unlock(harden_leaf_lock_t *lock, int held_before, int in_child);
 
 #else /* !HC_HARDENED: no guarded blocks */
 
@@ -154,7 +189,7 @@ HC_INLINE int harden_guarded_free(void *p) { (void)p; return 0; }
 HC_INLINE void harden_guarded_collect_stats(hc_stats *out) { (void)out; }
 HC_INLINE size_t harden_guarded_drain(void) { return 0; }
 HC_INLINE void harden_guard_fork_lock(void) {}
-HC_INLINE void harden_guard_fork_unlock(void) {}
+HC_INLINE void harden_guard_fork_unlock(int in_child) { (void)in_child; }
 
 #endif /* HC_HARDENED */
 

@@ -81,7 +81,7 @@ static void hc_fork_unlock(int in_child) {
         return;
     }
     hc_lock_fork_owner = 0; /* so that the unlocks below happen */
-    harden_fork_unlock();
+    harden_fork_unlock(in_child);
     pc_unlock_all();
     for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
         hc_lock_unlock(cc_bucket_lock(cls));
