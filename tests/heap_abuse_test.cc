@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -707,6 +708,63 @@ TEST(HeapAbuse, GuardedMappingsStopAtTheirLimitAndMallocGoesOn) {
     void *again = hc_malloc(HARDEN_GUARD_MIN_SIZE); /* the limit's room is back */
     EXPECT_NE(harden_guarded_size(again), 0u);
     hc_free(again);
+}
+
+// A fork from a signal handler that interrupted its own thread inside a
+// leaf lock's section (harden_guard.h): the fork's lock call must see that
+// this thread holds it, not wait for itself, and both sides must go on with
+// the section and the lock. Each side runs in a child with an alarm, so a
+// wait for itself ends as a failure, not as a hung test.
+static int exits_cleanly_within_seconds(void (*body)(), unsigned seconds) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(seconds);
+        body();
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static harden_leaf_lock_t test_leaf = HARDEN_LEAF_LOCK_INITIALIZER;
+
+static void fork_inside_held_section() {
+    harden_leaf_lock(&test_leaf); /* the interrupted section */
+    int held_before = harden_leaf_fork_lock(&test_leaf);
+    if (held_before != 1)
+        _exit(2);
+    pid_t child = fork();
+    harden_leaf_fork_unlock(&test_leaf, held_before, child == 0);
+    harden_leaf_unlock(&test_leaf); /* the section ends, on both sides */
+    harden_leaf_lock(&test_leaf); /* and the lock works again */
+    harden_leaf_unlock(&test_leaf);
+    if (child == 0)
+        _exit(0);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        _exit(3);
+}
+
+static void fork_while_another_thread_holds() {
+    harden_leaf_lock(&test_leaf);
+    std::thread forker([] {
+        int held_before = harden_leaf_fork_lock(&test_leaf); /* waits for main */
+        if (held_before != 0)
+            _exit(4);
+        harden_leaf_fork_unlock(&test_leaf, held_before, 0);
+    });
+    usleep(20000);
+    harden_leaf_unlock(&test_leaf);
+    forker.join();
+    harden_leaf_lock(&test_leaf);
+    harden_leaf_unlock(&test_leaf);
+}
+
+TEST(HeapAbuse, AForkInsideItsOwnLeafLockSectionDoesNotWaitForItself) {
+    EXPECT_TRUE(exits_cleanly_within_seconds(fork_inside_held_section, 5));
+    EXPECT_TRUE(exits_cleanly_within_seconds(fork_while_another_thread_holds, 5));
 }
 
 TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
