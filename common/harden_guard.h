@@ -33,7 +33,7 @@
  * reuses them, else a fault per page touched (per huge page from
  * HARDEN_GUARD_HUGE_BYTES); a fresh mapping
  * two more (map, and unmap when it leaves the spares); and a table look-up
- * under one mutex per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
+ * under one lock (a leaf lock, below) per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
  * fast path, pay nothing (docs/design.md, section 6).
  *
  * Stage 3's malloc.c calls these on its slow paths only; in the default
