@@ -169,6 +169,7 @@ static guard_mapping spare_put(guard_mapping m) {
 
 static harden_leaf_lock_t guard_lock = HARDEN_LEAF_LOCK_INITIALIZER;
 static int guard_lock_held_before_fork;
+static int leaf_reentered(const harden_leaf_lock_t *lock);
 
 static size_t slot_of(uintptr_t user, size_t cap) {
     return (size_t)(((user >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (cap - 1);
@@ -260,6 +261,8 @@ void *harden_guarded_alloc(size_t size) {
     size_t len = HARDEN_GUARD_BELOW + data + page;
     char *base = NULL;
     guard_mapping spare = {0, 0, 0, 0, 0};
+    if (leaf_reentered(&guard_lock))
+        return NULL; /* from a signal handler inside the table's section: unguarded */
     harden_leaf_lock(&guard_lock);
     spare = spare_take(len);
     if (spare.len != 0) {
@@ -451,6 +454,14 @@ static void leaf_give(harden_leaf_lock_t *lock) {
         syscall(SYS_futex, &lock->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* 1 when this thread holds `lock` outside a fork's prepare: a signal
+ * handler that interrupted this thread's section has called back into the
+ * allocator (in the process, or in the child of a fork it made). Waiting
+ * would wait for itself, and the section's data is half written. */
+static int leaf_reentered(const harden_leaf_lock_t *lock) {
+    return !hc_lock_fork_owner && (__atomic_load_n(&lock->word, __ATOMIC_RELAXED) & ~LEAF_WAITERS) == leaf_id();
+}
+
 void harden_leaf_lock(harden_leaf_lock_t *lock) {
     if (!hc_lock_fork_owner)
         leaf_take(lock);
@@ -481,6 +492,10 @@ void harden_guard_fork_unlock(int in_child) {
 }
 
 int harden_guarded_free(void *p) {
+    /* From a signal handler inside the table's section, the table cannot be
+     * read: the block, guarded or large, is left to the program's end. */
+    if (leaf_reentered(&guard_lock))
+        return 1;
     int saved_errno = errno; /* free never changes errno (POSIX 2024; glibc's tst-free-errno) */
     harden_leaf_lock(&guard_lock);
     guard_entry *e = find((uintptr_t)p);

@@ -119,7 +119,9 @@ HC_INLINE int harden_guards(size_t size) { return size >= HARDEN_GUARD_MIN_SIZE;
 /* A guarded block of `size` bytes (>= 1); NULL, errno unchanged, when no
  * mapping could be had or HARDEN_GUARD_MAX_MAPPINGS are in use: the
  * caller then hands out an unguarded block, so a program with many big
- * blocks runs on, less protected. */
+ * blocks runs on, less protected. NULL too when a signal handler that
+ * interrupted this thread inside the table's section calls malloc (in the
+ * process or in a child it forked): the section cannot be waited for. */
 void *harden_guarded_alloc(size_t size);
 
 /* Bytes usable at `p` if it is a guarded block's start, else 0: a pointer
@@ -127,7 +129,10 @@ void *harden_guarded_alloc(size_t size);
 size_t harden_guarded_size(const void *p);
 
 /* Frees `p` and returns 1 if it is a live guarded block's start, else 0
- * (the caller goes on: another kind of block, or an invalid pointer). */
+ * (the caller goes on: another kind of block, or an invalid pointer).
+ * Called from a signal handler that interrupted this thread inside the
+ * table's section, it returns 1 and frees nothing: the block is left
+ * mapped and live (a leak, not a hang and not a corrupted table). */
 int harden_guarded_free(void *p);
 
 /* Adds the live guarded blocks to hc_get_stats' figures: their usable

@@ -21,11 +21,13 @@
 #include <string.h>
 
 #include <thread>
+#include <vector>
 
 extern "C" {
 #include "common/harden.h"
 #include "common/harden_guard.h"
 #include "common/hcmalloc.h"
+#include "common/os.h"
 }
 
 namespace {
@@ -765,6 +767,70 @@ static void fork_while_another_thread_holds() {
 TEST(HeapAbuse, AForkInsideItsOwnLeafLockSectionDoesNotWaitForItself) {
     EXPECT_TRUE(exits_cleanly_within_seconds(fork_inside_held_section, 5));
     EXPECT_TRUE(exits_cleanly_within_seconds(fork_while_another_thread_holds, 5));
+}
+
+// A signal handler that interrupted this thread inside the guarded table's
+// section calls malloc and free, itself and in the child of a fork it makes:
+// neither may wait for the section (it never ends while the handler runs).
+// The malloc gets an unguarded block, the free of a guarded block leaves it.
+// The table grows (a mapping under its lock) when half of it is taken, and
+// the map observer raises the signal there; an alarm turns a wait for
+// itself into a failure. A threadsafe death test runs in a fresh process,
+// whose table starts at its first size.
+static void *guarded_freed_in_handler;
+static volatile sig_atomic_t raised_inside_the_table;
+
+static void malloc_and_free_in_handler(int) {
+    void *p = hc_malloc(8000); /* a guarded size */
+    if (p == nullptr)
+        _exit(4);
+    memset(p, 1, 8000);
+    pid_t child = fork();
+    if (child == 0) {
+        void *q = hc_malloc(8000);
+        _exit(q == nullptr ? 5 : 0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        _exit(6);
+    hc_free(p);
+    hc_free(guarded_freed_in_handler);
+}
+
+static void raise_once(size_t) {
+    if (!raised_inside_the_table) {
+        raised_inside_the_table = 1;
+        raise(SIGUSR1);
+    }
+}
+
+static void ReenterFromAHandlerInsideTheTablesSection() {
+    alarm(5);
+    /* 8,000 bytes: exactly its usable size when guarded (its class's is 8 KiB) */
+    guarded_freed_in_handler = hc_malloc(8000); /* the table's first mapping */
+    if (guarded_freed_in_handler == nullptr || hc_usable_size(guarded_freed_in_handler) != 8000)
+        _exit(7);
+    signal(SIGUSR1, malloc_and_free_in_handler);
+    os_set_map_observer(raise_once);
+    std::vector<void *> blocks;
+    for (int i = 0; i < 4096 && !raised_inside_the_table; i++) /* until the table grows */
+        blocks.push_back(hc_malloc(8000));
+    os_set_map_observer(nullptr);
+    if (!raised_inside_the_table)
+        _exit(8);
+    void *after = hc_malloc(8000); /* the section and its lock go on */
+    if (hc_usable_size(after) != 8000)
+        _exit(9);
+    blocks.push_back(after);
+    for (void *b : blocks)
+        hc_free(b);
+    fprintf(stderr, "went on\n");
+    exit(0);
+}
+
+TEST(HeapAbuseDeathTest, MallocAndFreeFromAHandlerInsideTheTablesSectionGoOn) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe"); /* a fresh process: no table yet */
+    EXPECT_EXIT(ReenterFromAHandlerInsideTheTablesSection(), ::testing::ExitedWithCode(0), "went on");
 }
 
 TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
