@@ -502,13 +502,19 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
         cc_return_to_spans(cls, first, n, cc_spares_kept(cls));
 }
 
-/* Empties class `cls`'s transfer cache and gives its spare empty spans back
- * to the page cache; the bucket lock is held, and dropped here before any
- * object goes back to its span. */
+/* Batches cc_give_back_bucket takes off a transfer cache per hold of the
+ * lock: a bound on its stack frame (it runs on malloc's slow path, in
+ * threads with small stacks too), not on what it gives back. */
+#define CC_GIVE_BACK_BATCHES 64
+
+/* Empties class `cls`'s transfer cache (the batches it held when called)
+ * and gives its spare empty spans back to the page cache; the bucket lock
+ * is held, and dropped here before any object goes back to its span. */
 static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
-    void *firsts[CC_TRANSFER_MAX_BATCHES];
-    uint32_t counts[CC_TRANSFER_MAX_BATCHES];
-    uint32_t count = cc_transfer_take_all(bucket, firsts, counts);
+    void *firsts[CC_GIVE_BACK_BATCHES];
+    uint32_t counts[CC_GIVE_BACK_BATCHES];
+    const uint32_t held = bucket->batch_count;
+    uint32_t count = cc_transfer_take_top(bucket, CC_GIVE_BACK_BATCHES, firsts, counts);
     /* The spare empty spans: off the list, to go back below. */
     hc_span given_back;
     span_list_init(&given_back);
@@ -520,8 +526,16 @@ static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
     }
     hc_lock_unlock(&bucket->lock);
     cc_give_back_spans(&given_back);
-    for (uint32_t i = 0; i < count; i++)
-        cc_return_to_spans(cls, firsts[i], counts[i], 0);
+    for (uint32_t taken = count;; taken += count) {
+        for (uint32_t i = 0; i < count; i++)
+            cc_return_to_spans(cls, firsts[i], counts[i], 0);
+        if (count < CC_GIVE_BACK_BATCHES || taken >= held)
+            return;
+        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
+        count = cc_transfer_take_top(bucket, held - taken < CC_GIVE_BACK_BATCHES ? held - taken : CC_GIVE_BACK_BATCHES,
+                                     firsts, counts);
+        hc_lock_unlock(&bucket->lock);
+    }
 }
 
 void cc_give_back_cached(void) {

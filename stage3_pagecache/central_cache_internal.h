@@ -83,11 +83,11 @@ uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects);
  * reads nothing the program could see, and a stale address cannot fault. */
 void cc_prefetch_objects(void *const *objects, uint32_t n);
 
-/* Empties the transfer cache (the bucket lock is held): each batch's first
- * object into `firsts` and its count into `counts` (room for
- * CC_TRANSFER_MAX_BATCHES); returns how many batches. A batch's objects are
- * still linked to each other, the chain cc_return_to_spans follows. */
-uint32_t cc_transfer_take_all(cc_bucket *bucket, void **firsts, uint32_t *counts);
+/* Takes up to `max` batches off the top of the transfer cache (the bucket
+ * lock is held): each one's first object into `firsts` and its count into
+ * `counts`; returns how many batches. A batch's objects are still linked
+ * to each other, the chain cc_return_to_spans follows. */
+uint32_t cc_transfer_take_top(cc_bucket *bucket, uint32_t max, void **firsts, uint32_t *counts);
 
 /* Hardened build: every object of the chain first.. (n objects) starts an
  * object of class `cls` in one of its small spans, or the program stops.

@@ -394,6 +394,32 @@ TEST(TransferCache, OverflowAndShortChainsGoToTheSpans) {
     EXPECT_EQ(after.span_bytes, 0u) << "given back: every span of the class went back";
 }
 
+// The transfer cache holds CC_TRANSFER_MAX_BYTES of a small class too, not
+// only as many batches as a 128 B class fits there: a consumer's burst of
+// 4,096 64 B objects (the bench's xthread ring), given back a batch at a
+// time, waits whole for the producer's fetches, none of it on the spans.
+// Emptying it takes more than one hold of the lock (CC_GIVE_BACK_BATCHES).
+TEST(TransferCache, ABurstOfSmallObjectsFitsWhole) {
+    const unsigned cls = sc_index(64);
+    const uint32_t batch = sc_batch(cls), burst = 4096;
+    ASSERT_EQ(burst % batch, 0u);
+    EXPECT_GE((size_t)cc_transfer_capacity(cls) * batch * sc_size(cls), (size_t)burst * sc_size(cls))
+        << "the cache's bytes hold the burst";
+    std::vector<std::vector<void *>> batches;
+    for (uint32_t i = 0; i < burst / batch; i++) batches.push_back(Fetch(cls, batch));
+    const cc_bucket_census before = Bucket(cls);
+    for (auto &b : batches) ReturnChain(cls, b);
+    cc_bucket_census after = Bucket(cls);
+    EXPECT_EQ(after.batches, before.batches + burst / batch);
+    EXPECT_EQ(after.transfer_objects, before.transfer_objects + burst);
+    EXPECT_EQ(after.span_free_objects, before.span_free_objects) << "none of the burst went to its spans";
+    cc_give_back_cached();
+    after = Bucket(cls);
+    EXPECT_EQ(after.batches, 0u);
+    EXPECT_EQ(after.transfer_objects, 0u);
+    EXPECT_EQ(after.span_bytes, 0u) << "given back: every span of the class went back";
+}
+
 // A chain longer than a batch (a list trimmed by more) is cut into whole
 // batches for the transfer cache; the remainder goes to the spans.
 TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {

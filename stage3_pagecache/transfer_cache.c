@@ -89,14 +89,14 @@ void cc_prefetch_objects(void *const *objects, uint32_t n) {
         __builtin_prefetch(objects[i]);
 }
 
-uint32_t cc_transfer_take_all(cc_bucket *bucket, void **firsts, uint32_t *counts) {
-    uint32_t count = bucket->batch_count;
+uint32_t cc_transfer_take_top(cc_bucket *bucket, uint32_t max, void **firsts, uint32_t *counts) {
+    uint32_t count = bucket->batch_count < max ? bucket->batch_count : max;
     for (uint32_t i = 0; i < count; i++) {
-        const cc_batch *batch = &bucket->batches[i];
+        const cc_batch *batch = &bucket->batches[bucket->batch_count - 1 - i];
         firsts[i] = batch->objects[batch->skip];
         counts[i] = batch->count;
+        bucket->transfer_objects -= batch->count;
     }
-    cc_set_batch_count(bucket, 0);
-    bucket->transfer_objects = 0;
+    cc_set_batch_count(bucket, bucket->batch_count - count);
     return count;
 }
