@@ -31,18 +31,17 @@
 #include <stdint.h>
 
 /* The bytes of objects a class's transfer cache may hold, and the whole
- * batches it holds at most: the bytes decide for every class from 16 B up
- * (a batch is at most HC_MAX_BATCH objects, so 512 batches of 16 B objects
- * are 256 KiB; the 8 B class holds half that). At 64 batches, as before,
- * the count decided for every class under 128 B: a 64 B class held 128 KiB,
- * 2,048 objects, and a consumer that frees a producer's 4,096 in one burst
- * (the bench's xthread) sent half of each burst to the spans and carved
- * spans again for the producer (docs/stage3.md, "A transfer cache as deep
- * in bytes for every class"). The batches are a bucket's own array: 512 of
- * them are 135 KB of address space per class, of which only the pages a
- * class fills become resident. */
+ * batches it holds at most. The bytes decide for every class from 64 B up;
+ * below, the batches do, and they bound how many objects of a tiny class
+ * (and so how many of its spans, each kept from the page cache by one
+ * object) a class may pin, to CC_TRANSFER_MAX_BATCHES x HC_MAX_BATCH. At
+ * 64 batches the count decided for
+ * every class under 128 B: a 64 B class held 2,048 objects, and a consumer
+ * that frees a producer's 4,096 in one burst (the bench's xthread,
+ * mimalloc-bench's xmalloc-test) sent half of each burst to the spans
+ * (docs/stage3.md, "A transfer cache deep enough for a burst"). */
 #define CC_TRANSFER_MAX_BYTES   ((size_t)256 << 10)
-#define CC_TRANSFER_MAX_BATCHES 512
+#define CC_TRANSFER_MAX_BATCHES 128
 
 /* Bytes of empty spans (all objects free) the bucket of a class of objects
  * up to CC_SPARES_MAX_SIZE keeps before it gives one back (other classes

@@ -14,7 +14,7 @@ package:
                                  fixed set of pseudo-random programs
   stress_faults_test             the stress test with OS mappings failing at
                                  random (fault injection), then recovery
-  stress_soak_test               a short soak: RSS sampled every second
+  stress_soak_test               a short soak: RSS sampled four times a second
 tools/measure/fuzz.sh runs the same fuzz target under libFuzzer (clang).
 """
 
