@@ -38,8 +38,8 @@
  * 64 batches the count decided for
  * every class under 128 B: a 64 B class held 2,048 objects, and a consumer
  * that frees a producer's 4,096 in one burst (the bench's xthread,
- * mimalloc-bench's xmalloc-test) sent half of each burst to the spans
- * (docs/stage3.md, "A transfer cache deep enough for a burst"). */
+ * mimalloc-bench's xmalloc-test) sent half of each burst to the spans,
+ * and the producer's refills carved them out again. */
 #define CC_TRANSFER_MAX_BYTES   ((size_t)256 << 10)
 #define CC_TRANSFER_MAX_BATCHES 128
 
