@@ -832,8 +832,10 @@ TEST(HeapAbuseDeathTest, MallocAndFreeFromAHandlerInsideTheTablesSectionGoOn) {
     if (HC_TSAN)
         GTEST_SKIP() << "ThreadSanitizer reports the handler's malloc as a signal-unsafe call and exits "
                         "before the allocator is reached: the case is the unsafe call itself";
+    const std::string style = GTEST_FLAG_GET(death_test_style);
     GTEST_FLAG_SET(death_test_style, "threadsafe"); /* a fresh process: no table yet */
     EXPECT_EXIT(ReenterFromAHandlerInsideTheTablesSection(), ::testing::ExitedWithCode(0), "went on");
+    GTEST_FLAG_SET(death_test_style, style); /* the other death tests as they were */
 }
 
 TEST(HeapAbuseDeathTest, WriteAfterFreeOfAKeptGuardedBlockStops) {
