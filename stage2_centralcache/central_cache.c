@@ -126,6 +126,8 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     /* LAB END: central_return */
 }
 
+uint32_t cc_trip_batches(void) { return 1; }
+
 void cc_collect_stats(hc_stats *out) {
     size_t central = 0, spans = 0;
     for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {

@@ -13,6 +13,10 @@
  *     flows from threads that free to threads that allocate; a list that
  *     keeps overflowing shrinks its limit by a batch (gperftools'
  *     ListTooLong), so a thread that only frees holds about one batch;
+ *   - refills and give-backs move a trip (tc_trip): one batch here; from
+ *     stage 3, whose transfer cache moves several batches under one hold
+ *     of the lock (cc_trip_batches), several once a list's limit allows,
+ *     and then a thread that only frees holds about one trip;
  *   - every TC_SCAVENGE_PERIOD slow-path visits, lists that did not run dry
  *     since the last scavenge give half their objects back (the scavenge);
  *   - hc_thread_flush() gives everything back and lowers every limit to 0
@@ -42,7 +46,8 @@
 
 /* Overflows at a limit above one batch before the limit drops by a batch. */
 #define TC_MAX_OVERAGES 3
-/* Slow-path visits (refills and overflows) between two scavenges. */
+/* Slow-path visits (refills and overflows), in batches' worth (one a visit
+ * in this stage: tc_note_slow_path), between two scavenges. */
 #define TC_SCAVENGE_PERIOD 256
 
 tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
@@ -58,6 +63,13 @@ static uint32_t tc_list_cap(unsigned cls) {
     if (cap > TC_MAX_LIST_LENGTH) cap = TC_MAX_LIST_LENGTH;
     if (cap < sc_batch(cls)) cap = sc_batch(cls);
     return (uint32_t)cap;
+}
+
+/* The objects one trip to the central cache moves: cc_trip_batches() whole
+ * batches (one in this stage), never more than the list may hold. */
+static uint32_t tc_trip(unsigned cls) {
+    uint32_t trip = cc_trip_batches() * sc_batch(cls), cap = tc_list_cap(cls);
+    return trip < cap ? trip : cap;
 }
 
 /* ---- Creation ---------------------------------------------------------------- */
@@ -94,14 +106,16 @@ void tc_registry_unlink_locked(tc_cache *tc) {
 
 /* ---- Limits ------------------------------------------------------------------ */
 
-/* Raises lists[cls]'s limit to `limit`, unless the layer above refuses. */
-static void tc_raise_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
+/* Raises lists[cls]'s limit to `limit`, unless the layer above refuses:
+ * 1 if it did. */
+static int tc_raise_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
     hc_free_list *list = &tc->lists[cls];
     if (limit <= list->max_length || !tc_layer_may_raise_limit(tc, cls, list->max_length, limit))
-        return;
+        return 0;
     fl_set_limit(list, limit);
     tc_policy(tc)->overages[cls] = 0;
     tc_class_set(tc_policy(tc)->used_classes, cls);
+    return 1;
 }
 
 /* Lowers lists[cls]'s limit to `limit`. The caller has already given back
@@ -124,13 +138,16 @@ static uint32_t tc_one_batch_lower(uint32_t limit, uint32_t batch) {
 }
 
 /* Slow start: the limit grows by one per refill until it reaches a batch,
- * then by a batch per refill until the cap. */
+ * then by a trip (a batch in this stage) per refill until the cap: by as
+ * much as a refill brings, so the limit grows with the objects moved,
+ * whatever a trip is. A trip the layer above refuses (stage 4's budget,
+ * when its share is short) may still be a batch it allows. */
 static void tc_grow_limit(tc_cache *tc, unsigned cls) {
     /* LAB BEGIN: slow_start */
-    uint32_t batch = sc_batch(cls), cap = tc_list_cap(cls), limit = tc->lists[cls].max_length;
+    uint32_t batch = sc_batch(cls), trip = tc_trip(cls), cap = tc_list_cap(cls), limit = tc->lists[cls].max_length;
     if (limit < batch)
         tc_raise_limit(tc, cls, limit + 1);
-    else if (limit < cap)
+    else if (limit < cap && !tc_raise_limit(tc, cls, limit + trip < cap ? limit + trip : cap))
         tc_raise_limit(tc, cls, limit + batch < cap ? limit + batch : cap);
     /* LAB END: slow_start */
 }
@@ -167,9 +184,13 @@ static void tc_scavenge(tc_cache *tc) {
     /* LAB END: scavenge */
 }
 
-/* Called on every refill and overflow: counts visits, scavenges each period. */
+/* Called on every refill and overflow: counts visits, scavenges each period.
+ * A visit counts as the batches a trip moves, so that the scavenge comes
+ * after as many batches moved whatever a trip is (stage 3's trips of
+ * several batches would otherwise leave an idle list alone several times
+ * longer). */
 static void tc_note_slow_path(tc_cache *tc) {
-    if (++tc_policy(tc)->slow_calls >= TC_SCAVENGE_PERIOD) {
+    if ((tc_policy(tc)->slow_calls += cc_trip_batches()) >= TC_SCAVENGE_PERIOD) {
         tc_policy(tc)->slow_calls = 0;
         tc_scavenge(tc);
     }
@@ -188,7 +209,8 @@ void *tc_refill(tc_cache *tc, unsigned cls) {
     }
     /* LAB BEGIN: refill_from_central */
     hc_free_list *list = &tc->lists[cls];
-    uint32_t want = list->max_length < sc_batch(cls) ? list->max_length : sc_batch(cls);
+    uint32_t trip = tc_trip(cls);
+    uint32_t want = list->max_length < trip ? list->max_length : trip;
     if (want == 0)
         want = 1; /* a class's first malloc: its limit grows from 0 below */
     uint32_t got = cc_fetch(cls, want, &first, &last);
@@ -230,19 +252,22 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
     hc_free_list *list = &tc->lists[cls];
     uint32_t batch = sc_batch(cls);
     fl_push(list, obj);
-    /* Below a batch the limit is still in slow start. Above it, a list that
-     * keeps overflowing belongs to a thread that frees more than it
-     * allocates: a big limit only lets it hoard, so shrink it (ListTooLong). */
+    /* Below a trip (one batch in this stage) the limit is still in slow
+     * start. Above it, a list that keeps overflowing belongs to a thread
+     * that frees more than it allocates: a big limit only lets it hoard, so
+     * shrink it (ListTooLong). At a trip or above, a whole trip goes back. */
     uint32_t limit = list->max_length;
-    if (limit < batch) {
+    uint32_t trip = tc_trip(cls);
+    if (limit < trip) {
         tc_grow_limit(tc, cls);
         limit = list->max_length;
-    } else if (limit > batch && ++tc_policy(tc)->overages[cls] > TC_MAX_OVERAGES) {
-        limit = tc_one_batch_lower(limit, batch);
+    } else if (limit > trip && ++tc_policy(tc)->overages[cls] > TC_MAX_OVERAGES) {
+        limit = tc_one_batch_lower(limit, trip); /* a trip lower: as fast as a trip goes back */
     }
     uint32_t length = fl_length(list);
     uint32_t excess = length > limit ? length - limit : 0;
-    tc_give_back(tc, cls, excess > batch ? excess : batch);
+    uint32_t least = limit >= trip ? trip : batch;
+    tc_give_back(tc, cls, excess > least ? excess : least);
     tc_lower_limit(tc, cls, limit); /* after the objects went: nothing is ever above a limit */
     tc_note_slow_path(tc);
     /* LAB END: overflow_to_central */

@@ -153,7 +153,9 @@ typedef struct cc_piece {
 
 /* Pieces one take can cut: each span gives at most two (its returned
  * objects, then never-used slots), and a take of HC_MAX_BATCH objects that
- * empties whole spans stops at one line's worth beyond that. */
+ * empties whole spans stops at one line's worth beyond that. A trip of
+ * several batches (cc_trip_batches) that runs out of pieces takes fewer
+ * objects than it asked for, as any fetch may. */
 #define CC_TAKE_MAX_PIECES (2 * HC_MAX_BATCH + 2)
 
 /* Moves up to `want` objects of class `cls` from the bucket's spans into
@@ -284,19 +286,22 @@ static void cc_note_carve(size_t pages) {
         cc_sweep_idle();
 }
 
+uint32_t cc_trip_batches(void) { return CC_TRIP_MAX_BATCHES; }
+
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     cc_bucket *bucket = cc_bucket_of(cls);
     HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
     bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
-    void *objects[HC_MAX_BATCH]; /* a batch holds at most this many */
-    uint32_t got = cc_transfer_pop(bucket, want, objects);
+    void *objects[CC_TRIP_MAX_BATCHES * HC_MAX_BATCH]; /* a trip's rows */
+    uint32_t row_ends[CC_TRIP_MAX_BATCHES], rows;
+    uint32_t got = cc_transfer_pop(bucket, want, objects, row_ends, &rows);
     if (got > 0) {
         hc_lock_unlock(&bucket->lock);
         cc_prefetch_objects(objects, got);
+        cc_link_rows(objects, row_ends, rows); /* ours now: no other thread reads them */
         *first = objects[0];
         *last = objects[got - 1];
-        fl_set_next(*last, NULL); /* ours now: no other thread reads it */
         cc_check_chain(cls, *first, got);
         return got;
     }

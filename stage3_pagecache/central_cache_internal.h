@@ -62,17 +62,25 @@ HC_INLINE void cc_set_batch_count(cc_bucket *bucket, uint32_t count) {
 
 /* Pushes whole batches of the chain first.. (*n objects of class `cls`) on
  * the bucket's transfer cache while it has room, each with its row read off
- * the links; takes the lock once a batch. Returns the first object of what
- * is left, *n how many (they go to the spans). */
+ * the links; takes the lock once for up to CC_TRIP_MAX_BATCHES of them.
+ * Returns the first object of what is left, *n how many (they go to the
+ * spans). */
 void *cc_transfer_return(cc_bucket *bucket, unsigned cls, void *first, uint32_t *n);
 
-/* Pops up to `want` objects off the top batch (the front of its row, when it
- * holds more), their addresses into `objects` in chain order; the bucket lock
- * is held. Returns how many, 0 when the transfer cache is empty. Copying
- * pointers is all it does: no object is read under the lock, and `want`
- * beyond HC_MAX_BATCH is never met (a batch holds at most that many). The
- * last object's link is the caller's to set. */
-uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects);
+/* Pops up to `want` objects off the top batches, at most
+ * CC_TRIP_MAX_BATCHES of them (the front of the last one's row, when it
+ * holds more than is wanted), their addresses into `objects` in chain order
+ * and where each batch's row ends into `row_ends` (*rows of them); the
+ * bucket lock is held. Returns how many, 0 when the transfer cache is
+ * empty. Copying pointers is all it does: no object is read or written
+ * under the lock. The rows are linked into one chain afterwards, with no
+ * lock held, by cc_link_rows. */
+uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects, uint32_t *row_ends, uint32_t *rows);
+
+/* Links the rows cc_transfer_pop took into one NULL-terminated chain: each
+ * row's objects are still linked to each other, so only the last object of
+ * each row gets a link written. No lock held: they are the caller's now. */
+void cc_link_rows(void *const *objects, const uint32_t *row_ends, uint32_t rows);
 
 /* Asks for the cache lines of `n` objects, all at once; no lock held. A
  * batch from the transfer cache was last written by the thread that gave it

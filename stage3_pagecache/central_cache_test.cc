@@ -420,6 +420,32 @@ TEST(TransferCache, ABurstOfSmallObjectsFitsWhole) {
     EXPECT_EQ(after.span_bytes, 0u) << "given back: every span of the class went back";
 }
 
+// A trip: a fetch of several batches pops them all in one call, the top
+// batch first, each intact, and a fetch that ends inside a batch takes the
+// front of its row and leaves the rest on top for the next.
+TEST(TransferCache, ATripFetchesSeveralBatchesAtOnce) {
+    const unsigned cls = sc_index(152);
+    const uint32_t batch = sc_batch(cls), rows = cc_trip_batches();
+    ASSERT_EQ(rows, (uint32_t)CC_TRIP_MAX_BATCHES) << "stage 3 moves a trip of several batches";
+    ASSERT_GT(rows, 2u);
+    ASSERT_GE(cc_transfer_capacity(cls), rows + 1);
+    std::vector<std::vector<void *>> given;
+    for (uint32_t r = 0; r < rows + 1; r++) given.push_back(Fetch(cls, batch));
+    for (auto &b : given) ReturnChain(cls, b);
+    ASSERT_EQ(Bucket(cls).batches, rows + 1);
+    std::vector<void *> expected;  // the top `rows` batches, the last given first
+    for (uint32_t r = rows + 1; r-- > 1;) expected.insert(expected.end(), given[r].begin(), given[r].end());
+    EXPECT_EQ(FetchChain(cls, rows * batch), expected) << "one fetch, a trip's batches in one chain";
+    EXPECT_EQ(Bucket(cls).batches, 1u);
+    std::vector<void *> part = FetchChain(cls, batch / 2);
+    EXPECT_EQ(part, std::vector<void *>(given[0].begin(), given[0].begin() + batch / 2));
+    EXPECT_EQ(FetchChain(cls, batch), std::vector<void *>(given[0].begin() + batch / 2, given[0].end()))
+        << "the rest of the row, still on top";
+    for (auto &b : given)
+        for (void *p : b) Return(cls, p);
+    cc_give_back_cached();
+}
+
 // A chain longer than a batch (a list trimmed by more) is cut into whole
 // batches for the transfer cache; the remainder goes to the spans.
 TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {

@@ -29,59 +29,75 @@ static int cc_transfer_looks_full(cc_bucket *bucket) {
     return __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) >= bucket->batch_capacity;
 }
 
-/* Pushes one whole batch, the `n` objects whose addresses `objects` lists
- * in chain order, on the transfer cache; 0 (nothing done) when it is full.
- * The lock is held for a copy of the row. */
-static int cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t n) {
+/* Pushes `rows` whole batches of `batch` objects each, whose addresses
+ * `objects` lists in chain order, on the transfer cache, as many as fit;
+ * returns how many. The lock is held for a copy of the rows. */
+static uint32_t cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t batch, uint32_t rows) {
     HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-    int pushed = bucket->batch_count < bucket->batch_capacity;
-    if (pushed) {
-        cc_batch *slot = &bucket->batches[bucket->batch_count];
-        slot->count = n;
+    uint32_t room = bucket->batch_capacity - bucket->batch_count;
+    uint32_t pushed = rows < room ? rows : room;
+    for (uint32_t r = 0; r < pushed; r++) {
+        cc_batch *slot = &bucket->batches[bucket->batch_count + r];
+        slot->count = batch;
         slot->skip = 0;
-        memcpy(slot->objects, objects, n * sizeof *objects);
-        cc_set_batch_count(bucket, bucket->batch_count + 1);
-        bucket->transfer_objects += n;
+        memcpy(slot->objects, objects + (size_t)r * batch, batch * sizeof *objects);
     }
+    cc_set_batch_count(bucket, bucket->batch_count + pushed);
+    bucket->transfer_objects += (size_t)pushed * batch;
     hc_lock_unlock(&bucket->lock);
     return pushed;
 }
 
 void *cc_transfer_return(cc_bucket *bucket, unsigned cls, void *first, uint32_t *n) {
     const uint32_t batch = sc_batch(cls);
-    void *objects[HC_MAX_BATCH];
+    void *objects[CC_TRIP_MAX_BATCHES * HC_MAX_BATCH];
     while (*n >= batch && !cc_transfer_looks_full(bucket)) {
-        /* The row, read off the links with no lock held, by the thread that
+        uint32_t rows = *n / batch < CC_TRIP_MAX_BATCHES ? *n / batch : CC_TRIP_MAX_BATCHES;
+        uint32_t total = rows * batch;
+        /* The rows, read off the links with no lock held, by the thread that
          * has just walked them to cut them off its list (tc_give_back):
          * they are in its cache. */
         void *obj = first;
-        for (uint32_t i = 0; i < batch; i++) {
+        for (uint32_t i = 0; i < total; i++) {
             objects[i] = obj;
-            /* a batch's last link is followed only if more come after it */
-            obj = i + 1 < batch || *n > batch ? fl_next(obj) : NULL;
+            /* the last link is followed only if more come after it */
+            obj = i + 1 < total || *n > total ? fl_next(obj) : NULL;
         }
-        if (!cc_transfer_push(bucket, objects, batch))
+        uint32_t pushed = cc_transfer_push(bucket, objects, batch, rows);
+        *n -= pushed * batch;
+        if (pushed < rows) {
+            first = pushed > 0 ? objects[pushed * batch] : first;
             break;
+        }
         first = obj;
-        *n -= batch;
     }
     return first;
 }
 
-uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects) {
-    if (bucket->batch_count == 0)
-        return 0;
-    cc_batch *top = &bucket->batches[bucket->batch_count - 1];
-    uint32_t got = top->count < want ? top->count : want;
-    memcpy(objects, top->objects + top->skip, got * sizeof *objects);
-    if (got == top->count) {
-        cc_set_batch_count(bucket, bucket->batch_count - 1);
-    } else { /* a thread still in slow start asks for less than a batch */
-        top->skip += got;
-        top->count -= got;
+uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects, uint32_t *row_ends, uint32_t *rows) {
+    uint32_t got = 0, n_rows = 0;
+    while (got < want && n_rows < CC_TRIP_MAX_BATCHES && bucket->batch_count > 0) {
+        cc_batch *top = &bucket->batches[bucket->batch_count - 1];
+        uint32_t take = top->count < want - got ? top->count : want - got;
+        memcpy(objects + got, top->objects + top->skip, take * sizeof *objects);
+        if (take == top->count) {
+            cc_set_batch_count(bucket, bucket->batch_count - 1);
+        } else { /* a thread still in slow start asks for less than a batch */
+            top->skip += take;
+            top->count -= take;
+        }
+        bucket->transfer_objects -= take;
+        got += take;
+        row_ends[n_rows++] = got;
     }
-    bucket->transfer_objects -= got;
+    *rows = n_rows;
     return got;
+}
+
+void cc_link_rows(void *const *objects, const uint32_t *row_ends, uint32_t rows) {
+    for (uint32_t r = 0; r + 1 < rows; r++)
+        fl_set_next(objects[row_ends[r] - 1], objects[row_ends[r]]);
+    fl_set_next(objects[row_ends[rows - 1] - 1], NULL);
 }
 
 void cc_prefetch_objects(void *const *objects, uint32_t n) {

@@ -3,10 +3,11 @@
  *
  * The transfer cache: each central bucket keeps, beside its spans, a small
  * stack of whole batches that thread caches gave back, each a row of its
- * objects' addresses (central_cache_internal.h, cc_batch). cc_return of a
- * full batch pushes it there and cc_fetch pops one, both without reading a
- * span or the page map: a batch one thread frees goes to the next thread
- * that asks, intact, under one short lock hold that copies pointers. The
+ * objects' addresses (central_cache_internal.h, cc_batch). cc_return of
+ * whole batches pushes them there and cc_fetch pops them, up to a trip of
+ * CC_TRIP_MAX_BATCHES each, both without reading a span or the page map: a
+ * batch one thread frees goes to the next thread that asks, intact, under
+ * one short lock hold that copies pointers. The
  * row is read off the chain by the thread that gives it back (whose cache
  * holds those links), and the thread that fetches it has every address at
  * once: it asks for all the objects' cache lines together, instead of
@@ -42,6 +43,16 @@
  * and the producer's refills carved them out again. */
 #define CC_TRANSFER_MAX_BYTES   ((size_t)256 << 10)
 #define CC_TRANSFER_MAX_BATCHES 128
+
+/* Whole batches one trip to the transfer cache moves under one hold of the
+ * bucket lock (cc_trip_batches): a refill pops up to this many, a list that
+ * overflows pushes as many, so a thread whose list may hold several batches
+ * takes the lock once for all of them. One batch a trip (stage 2's answer)
+ * made a producer/consumer pair take the class lock every 32 objects on
+ * each side, and with four such threads on two cores a fifth of the time
+ * went to the lock's waits and wake-ups (docs/stage3.md, "Trips of several
+ * batches"). Eight rows of HC_MAX_BATCH pointers are 2 KiB of stack. */
+#define CC_TRIP_MAX_BATCHES 8
 
 /* Bytes of empty spans (all objects free) the bucket of a class of objects
  * up to CC_SPARES_MAX_SIZE keeps before it gives one back (other classes
