@@ -46,8 +46,7 @@
 
 /* Overflows at a limit above one batch before the limit drops by a batch. */
 #define TC_MAX_OVERAGES 3
-/* Slow-path visits (refills and overflows), in batches' worth (one a visit
- * in this stage: tc_note_slow_path), between two scavenges. */
+/* Slow-path visits (refills and overflows) between two scavenges. */
 #define TC_SCAVENGE_PERIOD 256
 
 tc_cache tc_sentinel; /* all zero: every list empty, every limit 0; never written */
@@ -184,13 +183,9 @@ static void tc_scavenge(tc_cache *tc) {
     /* LAB END: scavenge */
 }
 
-/* Called on every refill and overflow: counts visits, scavenges each period.
- * A visit counts as the batches a trip moves, so that the scavenge comes
- * after as many batches moved whatever a trip is (stage 3's trips of
- * several batches would otherwise leave an idle list alone several times
- * longer). */
+/* Called on every refill and overflow: counts visits, scavenges each period. */
 static void tc_note_slow_path(tc_cache *tc) {
-    if ((tc_policy(tc)->slow_calls += cc_trip_batches()) >= TC_SCAVENGE_PERIOD) {
+    if (++tc_policy(tc)->slow_calls >= TC_SCAVENGE_PERIOD) {
         tc_policy(tc)->slow_calls = 0;
         tc_scavenge(tc);
     }

@@ -52,13 +52,13 @@ TEST(ThreadCacheLists, TheScavengeEmptiesAListThatStopsBeingUsed) {
         FreeAll(AllocateMany(idle_size, 2000), idle_size);
         uint32_t held = fl_length(&tc_current->lists[idle_cls]);
         EXPECT_GT(held, 1000u) << "the list kept what it was given back";
-        // Thousands of refills of another class: the slow path runs often,
-        // and each scavenge halves the list nobody takes from.
-        std::vector<void *> busy = AllocateMany(busy_size, 50000);
+        // Hundreds of refills and overflows of another class (several
+        // rounds of TC_SCAVENGE_PERIOD visits, even when each moves a trip
+        // of several batches): each scavenge halves the list nobody takes from.
+        for (int round = 0; round < 200; round++) FreeAll(AllocateMany(busy_size, 2000), busy_size);
         uint32_t left = fl_length(&tc_current->lists[idle_cls]);
         EXPECT_LT(left, held / 16) << "the idle list went back to the central cache";
-        std::printf("idle list: %u objects, %u after 50000 mallocs of another class\n", held, left);
-        FreeAll(busy, busy_size);
+        std::printf("idle list: %u objects, %u after 200 x 2000 mallocs and frees of another class\n", held, left);
     }).join();
 }
 
