@@ -126,7 +126,10 @@ void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     /* LAB END: central_return */
 }
 
-uint32_t cc_trip_batches(void) { return 1; }
+uint32_t cc_trip_batches(unsigned cls) {
+    (void)cls;
+    return 1;
+}
 
 void cc_collect_stats(hc_stats *out) {
     size_t central = 0, spans = 0;

@@ -44,13 +44,13 @@ HC_INLINE uint32_t cc_fresh_count(unsigned cls, uint32_t want) {
     return want < line ? line : want - want % line;
 }
 
-/* How many whole batches one trip to the central cache moves under one hold
- * of a class's lock: a refill asks for up to this many once its list's limit
- * allows, and a list that overflows gives back as many. 1 here, where a
- * bucket's objects are a linked list: a longer trip is a longer walk under
- * the lock. Stage 3's transfer cache moves rows of pointers, and answers
- * CC_TRIP_MAX_BATCHES (stage3_pagecache/transfer_cache.h). */
-uint32_t cc_trip_batches(void);
+/* How many whole batches of class `cls` one trip to the central cache moves
+ * under one hold of the class's lock: a refill asks for up to this many once
+ * its list's limit allows, and a list that overflows gives back as many. 1
+ * here, where a bucket's objects are a linked list: a longer trip is a longer
+ * walk under the lock. Stage 3's transfer cache moves rows of pointers, and
+ * answers up to CC_TRIP_MAX_BATCHES (stage3_pagecache/transfer_cache.h). */
+uint32_t cc_trip_batches(unsigned cls);
 
 /* Takes back a chain of `n` objects of class `cls`, first..last (the last
  * object's link need not be NULL). */

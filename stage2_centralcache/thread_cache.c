@@ -64,10 +64,10 @@ static uint32_t tc_list_cap(unsigned cls) {
     return (uint32_t)cap;
 }
 
-/* The objects one trip to the central cache moves: cc_trip_batches() whole
+/* The objects one trip to the central cache moves: cc_trip_batches(cls) whole
  * batches (one in this stage), never more than the list may hold. */
 static uint32_t tc_trip(unsigned cls) {
-    uint32_t trip = cc_trip_batches() * sc_batch(cls), cap = tc_list_cap(cls);
+    uint32_t trip = cc_trip_batches(cls) * sc_batch(cls), cap = tc_list_cap(cls);
     return trip < cap ? trip : cap;
 }
 

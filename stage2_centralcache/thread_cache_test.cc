@@ -28,7 +28,7 @@ void FreeAll(const std::vector<void *> &ptrs, size_t size) {
 TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutATrip) {
     const size_t size = 64;
     const unsigned cls = sc_index(size);
-    const uint32_t trip = cc_trip_batches() * sc_batch(cls);
+    const uint32_t trip = cc_trip_batches(cls) * sc_batch(cls);
     std::vector<void *> produced = AllocateMany(size, 40000);  // by this thread
     std::thread([&] {
         // The consumer first grows its own limit high (its refills), then

@@ -286,7 +286,10 @@ static void cc_note_carve(size_t pages) {
         cc_sweep_idle();
 }
 
-uint32_t cc_trip_batches(void) { return CC_TRIP_MAX_BATCHES; }
+uint32_t cc_trip_batches(unsigned cls) {
+    size_t rows = CC_TRIP_MAX_BYTES / ((size_t)sc_batch(cls) * sc_size(cls));
+    return rows < 1 ? 1 : rows > CC_TRIP_MAX_BATCHES ? CC_TRIP_MAX_BATCHES : (uint32_t)rows;
+}
 
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);

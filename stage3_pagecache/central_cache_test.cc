@@ -20,6 +20,7 @@
 extern "C" {
 #include "common/hcmalloc.h"
 #include "common/os.h"
+#include "stage1_threadcache/thread_cache.h"
 #include "stage2_centralcache/central_cache.h"
 #include "stage3_pagecache/transfer_cache.h"
 }
@@ -424,10 +425,9 @@ TEST(TransferCache, ABurstOfSmallObjectsFitsWhole) {
 // batch first, each intact, and a fetch that ends inside a batch takes the
 // front of its row and leaves the rest on top for the next.
 TEST(TransferCache, ATripFetchesSeveralBatchesAtOnce) {
-    const unsigned cls = sc_index(152);
-    const uint32_t batch = sc_batch(cls), rows = cc_trip_batches();
-    ASSERT_EQ(rows, (uint32_t)CC_TRIP_MAX_BATCHES) << "stage 3 moves a trip of several batches";
-    ASSERT_GT(rows, 2u);
+    const unsigned cls = sc_index(48);
+    const uint32_t batch = sc_batch(cls), rows = cc_trip_batches(cls);
+    ASSERT_EQ(rows, (uint32_t)CC_TRIP_MAX_BATCHES) << "small objects: the longest trip";
     ASSERT_GE(cc_transfer_capacity(cls), rows + 1);
     std::vector<std::vector<void *>> given;
     for (uint32_t r = 0; r < rows + 1; r++) given.push_back(Fetch(cls, batch));
@@ -443,6 +443,34 @@ TEST(TransferCache, ATripFetchesSeveralBatchesAtOnce) {
         << "the rest of the row, still on top";
     for (auto &b : given)
         for (void *p : b) Return(cls, p);
+    cc_give_back_cached();
+}
+
+// The list policy's side of a trip: a thread whose list's limit has grown
+// past a trip refills with one fetch of a trip (stage 2's tc_refill asks
+// for min(limit, trip)), a trip's batches off the transfer cache at once.
+TEST(TransferCache, AListWithRoomForATripRefillsOneInOneFetch) {
+    std::thread([] {
+        const size_t size = 160;
+        const unsigned cls = sc_index(size);
+        const uint32_t rows = cc_trip_batches(cls), batch = sc_batch(cls), trip = rows * batch;
+        std::vector<void *> objs;
+        for (uint32_t i = 0; i < 16 * trip; i++) objs.push_back(hc_malloc(size));
+        const hc_free_list *list = &tc_current->lists[cls];  // the thread's cache exists now
+        ASSERT_GE(list->max_length, trip) << "the limit grew past a trip";
+        while (fl_length(list) > 0) objs.push_back(hc_malloc(size));  // the list is empty
+        std::vector<std::vector<void *>> given;
+        for (uint32_t r = 0; r < rows; r++) given.push_back(Fetch(cls, batch));
+        for (auto &b : given) ReturnChain(cls, b);
+        const cc_bucket_census before = Bucket(cls);
+        ASSERT_GE(before.batches, rows);
+        objs.push_back(hc_malloc(size));  // the refill
+        const cc_bucket_census after = Bucket(cls);
+        EXPECT_EQ(before.batches - after.batches, rows) << "one refill took a trip of batches";
+        EXPECT_EQ(fl_length(list), trip - 1) << "all but the one returned on the list";
+        for (void *p : objs) hc_free_sized(p, size);
+        hc_thread_flush();
+    }).join();
     cc_give_back_cached();
 }
 

@@ -53,6 +53,7 @@
  * went to the lock's waits and wake-ups (docs/stage3.md, "Trips of several
  * batches"). Eight rows of HC_MAX_BATCH pointers are 2 KiB of stack. */
 #define CC_TRIP_MAX_BATCHES 8
+#define CC_TRIP_MAX_BYTES   ((size_t)16 << 10)
 
 /* Bytes of empty spans (all objects free) the bucket of a class of objects
  * up to CC_SPARES_MAX_SIZE keeps before it gives one back (other classes
