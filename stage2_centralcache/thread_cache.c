@@ -131,9 +131,9 @@ static void tc_lower_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
     tc_layer_limit_lowered(tc, cls, from, limit);
 }
 
-/* A limit one batch lower, but never below a batch. */
-static uint32_t tc_one_batch_lower(uint32_t limit, uint32_t batch) {
-    return limit - batch > batch ? limit - batch : batch;
+/* A limit one step (a batch, or a trip) lower, but never below one step. */
+static uint32_t tc_step_lower(uint32_t limit, uint32_t step) {
+    return limit - step > step ? limit - step : step;
 }
 
 /* Slow start: the limit grows by one per refill until it reaches a batch,
@@ -177,7 +177,7 @@ static void tc_scavenge(tc_cache *tc) {
                 continue;
             tc_give_back(tc, cls, (length + 1) / 2);
             if (list->max_length > batch)
-                tc_lower_limit(tc, cls, tc_one_batch_lower(list->max_length, batch));
+                tc_lower_limit(tc, cls, tc_step_lower(list->max_length, batch));
         }
     p->ran_dry[0] = p->ran_dry[1] = 0;
     /* LAB END: scavenge */
@@ -257,7 +257,7 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
         tc_grow_limit(tc, cls);
         limit = list->max_length;
     } else if (limit > trip && ++tc_policy(tc)->overages[cls] > TC_MAX_OVERAGES) {
-        limit = tc_one_batch_lower(limit, trip); /* a trip lower: as fast as a trip goes back */
+        limit = tc_step_lower(limit, trip); /* a trip lower: as fast as a trip goes back */
     }
     uint32_t length = fl_length(list);
     uint32_t excess = length > limit ? length - limit : 0;
