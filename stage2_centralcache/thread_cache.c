@@ -105,16 +105,14 @@ void tc_registry_unlink_locked(tc_cache *tc) {
 
 /* ---- Limits ------------------------------------------------------------------ */
 
-/* Raises lists[cls]'s limit to `limit`, unless the layer above refuses:
- * 1 if it did. */
-static int tc_raise_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
+/* Raises lists[cls]'s limit to `limit`, unless the layer above refuses. */
+static void tc_raise_limit(tc_cache *tc, unsigned cls, uint32_t limit) {
     hc_free_list *list = &tc->lists[cls];
     if (limit <= list->max_length || !tc_layer_may_raise_limit(tc, cls, list->max_length, limit))
-        return 0;
+        return;
     fl_set_limit(list, limit);
     tc_policy(tc)->overages[cls] = 0;
     tc_class_set(tc_policy(tc)->used_classes, cls);
-    return 1;
 }
 
 /* Lowers lists[cls]'s limit to `limit`. The caller has already given back
@@ -139,15 +137,14 @@ static uint32_t tc_step_lower(uint32_t limit, uint32_t step) {
 /* Slow start: the limit grows by one per refill until it reaches a batch,
  * then by a trip (a batch in this stage) per refill until the cap: by as
  * much as a refill brings, so the limit grows with the objects moved,
- * whatever a trip is. A trip the layer above refuses (stage 4's budget,
- * when its share is short) may still be a batch it allows. */
+ * whatever a trip is. */
 static void tc_grow_limit(tc_cache *tc, unsigned cls) {
     /* LAB BEGIN: slow_start */
     uint32_t batch = sc_batch(cls), trip = tc_trip(cls), cap = tc_list_cap(cls), limit = tc->lists[cls].max_length;
     if (limit < batch)
         tc_raise_limit(tc, cls, limit + 1);
-    else if (limit < cap && !tc_raise_limit(tc, cls, limit + trip < cap ? limit + trip : cap))
-        tc_raise_limit(tc, cls, limit + batch < cap ? limit + batch : cap);
+    else if (limit < cap)
+        tc_raise_limit(tc, cls, limit + trip < cap ? limit + trip : cap);
     /* LAB END: slow_start */
 }
 

@@ -49,9 +49,12 @@
  * overflows pushes as many, so a thread whose list may hold several batches
  * takes the lock once for all of them. One batch a trip (stage 2's answer)
  * made a producer/consumer pair take the class lock every 32 objects on
- * each side, and with four such threads on two cores a fifth of the time
- * went to the lock's waits and wake-ups (docs/stage3.md, "Trips of several
- * batches"). Eight rows of HC_MAX_BATCH pointers are 2 KiB of stack. */
+ * each side, and with four such threads on two cores a third of the time
+ * went to the lock: its waits, its wake-ups and the mutex calls. A trip is
+ * also at most CC_TRIP_MAX_BYTES of objects, so that a thread that frees
+ * objects of many classes keeps no more than that of each before it gives
+ * them back. A trip's rows are copied through the stack: 8 x HC_MAX_BATCH
+ * pointers, 2 KiB. */
 #define CC_TRIP_MAX_BATCHES 8
 #define CC_TRIP_MAX_BYTES   ((size_t)16 << 10)
 

@@ -51,7 +51,7 @@ OUTSIDE_NAMES = {
     # glibc and the C library
     "glibc": """__malloc_hook _int_malloc __libc_pvalloc __libc_valloc __posix_memalign
         malloc_get_state malloc_set_state malloc_info __nptl_deallocate_tsd RTLD_NEXT
-        __libc_start_call_main""",
+        __libc_start_call_main __lll_lock_wake __lll_lock_wait""",
     # the Linux kernel's interfaces
     "Linux": """MADV_FREE mremap MREMAP_MAYMOVE PT_GNU_EH_FRAME rseq_cs RSEQ_SIG futex_wait""",
     # C++'s library
