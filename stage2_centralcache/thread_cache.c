@@ -258,8 +258,8 @@ void tc_overflow(tc_cache *tc, unsigned cls, void *obj) {
     }
     uint32_t length = fl_length(list);
     uint32_t excess = length > limit ? length - limit : 0;
-    uint32_t least = limit >= trip ? trip : batch;
-    tc_give_back(tc, cls, excess > least ? excess : least);
+    uint32_t at_least = limit >= trip ? trip : batch; /* what one overflow gives back */
+    tc_give_back(tc, cls, excess > at_least ? excess : at_least);
     tc_lower_limit(tc, cls, limit); /* after the objects went: nothing is ever above a limit */
     tc_note_slow_path(tc);
     /* LAB END: overflow_to_central */

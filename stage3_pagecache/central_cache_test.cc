@@ -474,6 +474,33 @@ TEST(TransferCache, AListWithRoomForATripRefillsOneInOneFetch) {
     cc_give_back_cached();
 }
 
+// The other side: a list at a limit of a trip or more that overflows gives
+// a whole trip back, a trip's batches onto the transfer cache at once.
+TEST(TransferCache, AListAtATripOverflowsAWholeTrip) {
+    std::thread([] {
+        const size_t size = 32;
+        const unsigned cls = sc_index(size);
+        const uint32_t rows = cc_trip_batches(cls), trip = rows * sc_batch(cls);
+        ASSERT_GT(rows, 1u);
+        std::vector<void *> objs;
+        for (uint32_t i = 0; i < 64 * trip; i++) objs.push_back(hc_malloc(size));  // past the list's cap
+        const hc_free_list *list = &tc_current->lists[cls];  // the thread's cache exists now
+        const uint32_t limit = list->max_length;
+        ASSERT_GE(limit, trip) << "the limit grew past a trip";
+        ASSERT_GT(objs.size(), (size_t)limit + 1);
+        size_t next = 0;
+        while (fl_length(list) < limit) hc_free_sized(objs[next++], size);  // full, no overflow yet
+        const cc_bucket_census before = Bucket(cls);
+        hc_free_sized(objs[next++], size);  // the overflow
+        const cc_bucket_census after = Bucket(cls);
+        EXPECT_EQ(after.batches - before.batches, rows) << "one overflow gave back a trip";
+        EXPECT_EQ(fl_length(list), limit + 1 - trip);
+        for (; next < objs.size(); next++) hc_free_sized(objs[next], size);
+        hc_thread_flush();
+    }).join();
+    cc_give_back_cached();
+}
+
 // A chain longer than a batch (a list trimmed by more) is cut into whole
 // batches for the transfer cache; the remainder goes to the spans.
 TEST(TransferCache, ALongChainIsCutIntoWholeBatches) {

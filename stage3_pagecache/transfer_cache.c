@@ -65,8 +65,8 @@ void *cc_transfer_return(cc_bucket *bucket, unsigned cls, void *first, uint32_t 
         }
         uint32_t pushed = cc_transfer_push(bucket, objects, batch, rows);
         *n -= pushed * batch;
-        if (pushed < rows) {
-            first = pushed > 0 ? objects[pushed * batch] : first;
+        if (pushed < rows) { /* full: the rest, from the first row not pushed, goes to the spans */
+            first = objects[pushed * batch];
             break;
         }
         first = obj;

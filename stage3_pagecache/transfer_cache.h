@@ -53,8 +53,8 @@
  * went to the lock: its waits, its wake-ups and the mutex calls. A trip is
  * also at most CC_TRIP_MAX_BYTES of objects, so that a thread that frees
  * objects of many classes keeps no more than that of each before it gives
- * them back. A trip's rows are copied through the stack: 8 x HC_MAX_BATCH
- * pointers, 2 KiB. */
+ * them back. A trip's rows are copied through the stack:
+ * CC_TRIP_MAX_BATCHES x HC_MAX_BATCH pointers. */
 #define CC_TRIP_MAX_BATCHES 8
 #define CC_TRIP_MAX_BYTES   ((size_t)16 << 10)
 

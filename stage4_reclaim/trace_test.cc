@@ -13,6 +13,7 @@
 #include <vector>
 
 extern "C" {
+#include "common/free_list.h"
 #include "common/hcmalloc.h"
 #include "common/size_class.h"
 #include "common/trace.h"
@@ -137,6 +138,33 @@ TEST(Trace, ABucketLockFoundHeldCountsAWait) {
               t.Total(HC_TRACE_CC_FETCH, cls) + t.Total(HC_TRACE_CC_RETURN, cls) -
                   before.Total(HC_TRACE_CC_FETCH, cls) - before.Total(HC_TRACE_CC_RETURN, cls));
     EXPECT_GE(t.Total(HC_TRACE_LOCK_TAKEN, 0), 1u) << "the page cache's lock, for the class's span";
+}
+
+// A trip of several batches crosses the class lock once each way: given
+// back as one chain, it is pushed under one hold; fetched whole, popped
+// under one (stage 3's transfer cache, cc_trip_batches).
+TEST(Trace, ATripOfBatchesTakesTheClassLockOnceEachWay) {
+    const unsigned cls = sc_index(24);  // no other test here uses it
+    const uint32_t rows = cc_trip_batches(cls), batch = sc_batch(cls), trip = rows * batch;
+    ASSERT_GT(rows, 1u);
+    void *first = nullptr, *last = nullptr;
+    for (uint32_t r = 0; r < rows; r++) {  // one chain of a trip's objects
+        void *f, *l;
+        ASSERT_EQ(cc_fetch(cls, batch, &f, &l), batch);
+        if (last != nullptr) fl_set_next(last, f);
+        else first = f;
+        last = l;
+    }
+    const Trace before = Write();
+    cc_return(cls, first, last, trip);
+    const Trace given = Write();
+    EXPECT_EQ(given.Total(HC_TRACE_LOCK_TAKEN, cls) - before.Total(HC_TRACE_LOCK_TAKEN, cls), 1u)
+        << "the trip given back under one hold";
+    ASSERT_EQ(cc_fetch(cls, trip, &first, &last), trip) << "the trip, whole, from the transfer cache";
+    const Trace fetched = Write();
+    EXPECT_EQ(fetched.Total(HC_TRACE_LOCK_TAKEN, cls) - given.Total(HC_TRACE_LOCK_TAKEN, cls), 1u)
+        << "and fetched under one";
+    cc_return(cls, first, last, trip);
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ MUTANTS = [
      "    if (0) {\n    } else if",
      "limits_test", None, "an overflow never grows the list's limit"),
     ("overflow_returns_all", "stage2_centralcache", "thread_cache.c",
-     "    tc_give_back(tc, cls, excess > least ? excess : least);",
+     "    tc_give_back(tc, cls, excess > at_least ? excess : at_least);",
      "    tc_give_back(tc, cls, length);",
      "limits_test", None, "an overflow returns the whole list, not one batch"),
     ("return_drops_objects", "stage2_centralcache", "central_cache.c",
