@@ -10,7 +10,7 @@ packages=(
     build-essential        # gcc 12 (TSan, ASan)
     clang                  # libFuzzer targets (tools/measure/fuzz.sh)
     libclang-rt-14-dev     # ... and its runtime, only "recommended" by clang
-    googletest             # sources in /usr/src/googletest, built by Bazel
+    libgtest-dev           # googletest, prebuilt (third_party/googletest)
     valgrind               # memcheck test flavour, callgrind instruction counts
     libtcmalloc-minimal4   # bench peers
     libjemalloc2

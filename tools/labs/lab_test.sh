@@ -9,14 +9,15 @@
 # "The same targets" are //STAGE:all less the stress test and its TSan,
 # Valgrind and debug flavours: `bazel test //...` in the main tree runs those
 # on the same code, and here they would double the time (each flavour
-# rebuilds googletest and the stage with other flags: 814 s against 436 s
-# for the four stages, measured on a shared 2-core machine). Every target
+# rebuilds the stage and its tests with other flags: 814 s against 436 s
+# for the four stages, measured on a shared 2-core machine when googletest
+# too was rebuilt). Every target
 # of //STAGE:all, flavours included, is still analysed in both copies
 # (`bazel build --nobuild`), which proves the lab workspace has the packages
 # and rules they need.
 # Both run in one scratch workspace with its own output base (a Bazel server
-# of its own, shut down at the end), so googletest is built once for all
-# stages and the developer's workspace is never touched.
+# of its own, shut down at the end), so what the stages share is built once
+# and the developer's workspace is never touched.
 #
 # After the reference copy passes, the rules only a dedicated test sees
 # (lab 2's refill that keeps its returned object, its scavenge and its span
