@@ -14,7 +14,8 @@
 #include "common/pool.h"
 
 pm_leaf *pm_root[PM_ROOT_ENTRIES];
-uintptr_t pm_class_root[PM_ROOT_ENTRIES];
+pm_free_lookup_words pm_free_lookup;
+_Static_assert(sizeof(pm_start_test) == PM_CLASS_STRIDE, "a class offset indexes the start tests too");
 
 /* Read by pm_get_usage from any thread, written under the page cache lock. */
 static size_t pm_leaf_nodes;
@@ -22,13 +23,25 @@ static size_t pm_leaf_nodes;
 HC_INLINE size_t pm_root_index(uintptr_t page) { return page >> PM_LEAF_BITS; }
 HC_INLINE size_t pm_leaf_index(uintptr_t page) { return page & (PM_LEAF_ENTRIES - 1); }
 
-/* pm_class_root's entry for `leaf`, the leaf of root entry i: where its
+/* pm_free_lookup.class_root's entry for `leaf`, the leaf of root entry i: where its
  * class_offsets would start if they were indexed by whole page ids
  * (unsigned arithmetic: it may wrap; only base + page * 8 is read). 0 means
  * "no leaf", and is never the value: that would take a leaf mapped at
  * exactly i * 256 KiB, which is inside the very range the leaf describes. */
 static uintptr_t pm_class_base(const pm_leaf *leaf, size_t i) {
     return (uintptr_t)leaf->class_offsets - ((uintptr_t)i << PM_LEAF_BITS) * sizeof(uint64_t);
+}
+
+/* Every class's start-test words, once, before the first leaf is published
+ * (the caller holds the page cache's lock): a free reads them only on a page
+ * whose class was set after that. */
+static void pm_fill_start_tests(void) {
+    static int filled;
+    if (filled)
+        return;
+    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++)
+        pm_free_lookup.start_tests[cls] = pm_start_test_of(sc_size(cls));
+    filled = 1;
 }
 
 /* A zeroed leaf, counted as metadata. */
@@ -54,11 +67,12 @@ int pm_ensure(uintptr_t first, size_t count) {
     for (size_t i = pm_root_index(first); i <= pm_root_index(last); i++) {
         if (pm_root[i] != NULL)
             continue;
+        pm_fill_start_tests();
         pm_leaf *leaf = pm_new_leaf();
         if (leaf == NULL)
             return -1;
         /* Publish only a complete leaf (the store-release pairs with pm_leaf_of's load-acquire). */
-        __atomic_store_n(&pm_class_root[i], pm_class_base(leaf, i), __ATOMIC_RELEASE);
+        __atomic_store_n(&pm_free_lookup.class_root[i], pm_class_base(leaf, i), __ATOMIC_RELEASE);
         __atomic_store_n(&pm_root[i], leaf, __ATOMIC_RELEASE);
     }
     return 0;
@@ -100,7 +114,6 @@ void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
     size_t size = cls != 0 ? sc_size(cls) : 1;
     uintptr_t start = first << HC_PAGE_SHIFT;
     size_t objects = cls != 0 ? (count << HC_PAGE_SHIFT) / size : 0;
-    pm_start_test test = pm_start_test_of(size);
     uintptr_t page = first, end = first + count;
     while (page < end) {
         pm_leaf *leaf = __atomic_load_n(&pm_root[pm_root_index(page)], __ATOMIC_ACQUIRE);
@@ -110,7 +123,7 @@ void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
         /* Relaxed: the object hand-out that follows (under a bucket lock)
          * orders these stores before any free that reads them. The class
          * last when it is set, first when it is cleared: a page never says
-         * "class cls" with another span's test words. */
+         * "class cls" with another span's last start. */
         for (; page < leaf_end; page++) {
             size_t i = pm_leaf_index(page);
             if (cls == 0) {
@@ -118,18 +131,15 @@ void pm_set_class_range(uintptr_t first, size_t count, unsigned cls) {
                 continue;
             }
             /* No object in the span (a test's span too short for its
-             * class): last start 0 and a full mask pass p = 0 only. */
+             * class): last start 0, which leaves before = -p, a multiple
+             * of the size below 2^13 of them only for p within 2^23 of
+             * 2^64, no user address. */
             uintptr_t last = 0;
-            uint64_t inverse = 1, mask = ~(uint64_t)0;
             if (objects != 0) {
                 size_t index = (((page + 1) << HC_PAGE_SHIFT) - 1 - start) / size;
                 last = start + (index < objects ? index : objects - 1) * size;
-                inverse = test.inverse;
-                mask = test.start_mask;
             }
             __atomic_store_n(&leaf->last_starts[i], last, __ATOMIC_RELAXED);
-            __atomic_store_n(&leaf->inverses[i], inverse, __ATOMIC_RELAXED);
-            __atomic_store_n(&leaf->start_masks[i], mask, __ATOMIC_RELAXED);
             __atomic_store_n(&leaf->class_offsets[i], (uint64_t)cls * PM_CLASS_STRIDE, __ATOMIC_RELAXED);
         }
     }

@@ -8,11 +8,11 @@
  *     page id (34 bits) = | root 19 | leaf 15 |
  *
  *   root: 2^19 pointers to leaves, a static array (4 MiB of .bss, and as
- *         much again for hc_free's copy, pm_class_root: virtual memory; only
- *         the 4 KiB pages of it that are used become resident, one for a
- *         heap within 128 GiB of address space)
- *   leaf: per page of 256 MiB of address space, a span pointer and the four
- *         words of hc_free's test (pm_leaf: 40 bytes a page, sizeof(pm_leaf)
+ *         much again for hc_free's copy, pm_free_lookup.class_root: virtual
+ *         memory; only the 4 KiB pages of it that are used become resident,
+ *         one for a heap within 128 GiB of address space)
+ *   leaf: per page of 256 MiB of address space, a span pointer and the two
+ *         words of hc_free's test (pm_leaf: 24 bytes a page, sizeof(pm_leaf)
  *         of mapping per leaf), of which only the pages written become
  *         resident: the span pointers of every page of the heap, the other
  *         words of the pages of small spans only
@@ -61,7 +61,7 @@
 
 #define PM_ADDRESS_BITS 47
 #define PM_PAGE_ID_BITS (PM_ADDRESS_BITS - HC_PAGE_SHIFT) /* 34 */
-/* 15, not 17: a leaf holds 40 bytes a page, and so maps 1.25 MiB. */
+/* 15, not 17: a leaf holds 24 bytes a page, and so maps 768 KiB. */
 #define PM_LEAF_BITS    15
 #define PM_ROOT_BITS    (PM_PAGE_ID_BITS - PM_LEAF_BITS) /* 19 */
 #define PM_LEAF_ENTRIES ((size_t)1 << PM_LEAF_BITS)
@@ -74,35 +74,55 @@
  * both). So hc_free goes from the page map to its list with one add. */
 #define PM_CLASS_STRIDE 16
 
-/* Per page, four words that hc_free reads, in arrays of the same stride so
- * that one index reaches them all (pm_small_object_start):
+/* Per page, two words that hc_free reads, in arrays of the same stride so
+ * that one index reaches both (pm_small_object_start):
  *   class_offsets  SPAN_SMALL pages: class * PM_CLASS_STRIDE; else 0. A
  *                  64-bit word, so hc_free adds it to the thread cache's
  *                  address straight from memory.
  *   last_starts    the last object start at or before the page's last byte
  *                  (an object that starts on an earlier page, when none
- *                  starts on this one);
- *   inverses       the class size's odd factor's inverse modulo 2^64;
- *   start_masks    bits 13..63 and the low log2(alignment) bits.
- * The last three make the exact object-start test: see
- * pm_small_object_start. With the span pointer, 40 bytes per 8 KiB page of
- * small spans are resident. */
+ *                  starts on this one).
+ * With the class's two words in pm_free_lookup.start_tests they make the
+ * exact object-start test: see pm_small_object_start. With the span
+ * pointer, 24 bytes per 8 KiB page of small spans are resident. */
 typedef struct pm_leaf {
     /* First: hc_free reads it, and at offset 0 its address needs no displacement. */
     uint64_t class_offsets[PM_LEAF_ENTRIES];
     uintptr_t last_starts[PM_LEAF_ENTRIES];
-    uint64_t inverses[PM_LEAF_ENTRIES];
-    uint64_t start_masks[PM_LEAF_ENTRIES];
     hc_span *spans[PM_LEAF_ENTRIES];
 } pm_leaf;
 
 extern pm_leaf *pm_root[PM_ROOT_ENTRIES];
 
-/* hc_free's own root: for each leaf, the address its class_offsets would
- * have if they were indexed by the whole page id (the leaf's first page id
- * subtracted in advance), so that a page id indexes them without being
- * masked; 0 where there is no leaf. Written with pm_root's entry. */
-extern uintptr_t pm_class_root[PM_ROOT_ENTRIES];
+/* The per-class words of the object-start test for objects of `size`
+ * bytes (pm_start_test_of): the inverse of the size's odd factor modulo
+ * 2^64, and the mask of bits 13..63 and the low log2(alignment) bits. */
+typedef struct pm_start_test {
+    uint64_t inverse, start_mask;
+} pm_start_test;
+pm_start_test pm_start_test_of(size_t size); /* page_map.c checks it is PM_CLASS_STRIDE bytes */
+
+/* What hc_free reads besides a leaf, in one object so that one base
+ * register reaches both arrays (a second global would cost a second
+ * address computation on every free):
+ *   class_root   for each leaf, the address its class_offsets would have if
+ *                they were indexed by the whole page id (the leaf's first
+ *                page id subtracted in advance), so that a page id indexes
+ *                them without being masked; 0 where there is no leaf.
+ *                Written with pm_root's entry.
+ *   start_tests  each class's test words, indexed by the class offset
+ *                itself; written once, before the first leaf is published,
+ *                and read-only after. Class 0's are zero: every address of
+ *                a page that is not a small span's passes with class 0,
+ *                which the caller turns away.
+ * Per class, not per page: the per-page copies that an earlier version kept
+ * made every free of a cold page fetch four cache lines of the leaf, where
+ * it now fetches two (docs/stage3.md, "Two cache lines per free"). */
+typedef struct pm_free_lookup_words {
+    uintptr_t class_root[PM_ROOT_ENTRIES];
+    pm_start_test start_tests[HC_NUM_CLASSES];
+} pm_free_lookup_words;
+extern pm_free_lookup_words pm_free_lookup;
 
 /* The leaf that holds `page`, or NULL (never mapped, or not a user page). */
 HC_INLINE pm_leaf *pm_leaf_of(uintptr_t page) {
@@ -142,9 +162,9 @@ HC_INLINE unsigned pm_class_of(const void *p) {
  * 1, with the page's class times PM_CLASS_STRIDE in *class_offset; else 0
  * (inside or between objects, past a span's last object, or above user
  * space). Pages that are not a small span's (free, large, not ours) have
- * all four words 0 and pass with class 0; the caller turns class 0 away
- * before it reads the object (hc_free: lists[0] is always full), and so
- * does NULL, on a page with a leaf.
+ * both words 0, and class 0's test words are 0, so they pass with class 0;
+ * the caller turns class 0 away before it reads the object (hc_free:
+ * lists[0] is always full), and so does NULL, on a page with a leaf.
  *
  * The test, with d = d0 * 2^k the class size (d0 odd) and b the page's
  * last object start: p starts an object of this page iff before = b - p is
@@ -156,41 +176,42 @@ HC_INLINE unsigned pm_class_of(const void *p) {
  * low k bits zero": one AND with the page's mask. A pointer past b makes
  * `before` wrap to nearly 2^64; one above user space (its page id is taken
  * from the low 47 bits, so it aliases a user page) at least 2^47 - 2^19;
- * either gives a z far above 2^13. Three loads of the same index, a
- * subtract, a multiply and a test after the leaf's: no span is read, no
- * divide. Plain loads: a correct program frees only a block of a page whose
- * words were written before the block was handed out (pm_set_class_range),
- * and plain loads let the multiply and the test read memory directly. */
+ * either gives a z far above 2^13. Two loads of the same index, a
+ * subtract, a multiply and a test by the class's words (a small table that
+ * stays in cache) after the leaf's: no span is read, no divide. Plain
+ * loads: a correct program frees only a block of a page whose words were
+ * written before the block was handed out (pm_set_class_range), and plain
+ * loads let the multiply and the test read memory directly. */
 /* Word `array` of `page` in the leaf whose class root entry is `classes`. */
 #define PM_WORD(classes, page, array) \
     (*(const uint64_t *)((classes) + offsetof(pm_leaf, array) + (page) * sizeof(uint64_t)))
+/* Word `field` of the start test of the class whose offset is `offset`. */
+#define PM_TEST_WORD(offset, field) \
+    (*(const uint64_t *)((const char *)pm_free_lookup.start_tests + (offset) + offsetof(pm_start_test, field)))
 
 HC_INLINE int pm_small_object_start(const void *p, size_t *class_offset) {
     /* The page id of p's low 47 bits: two shifts, no mask, no compare. */
     uintptr_t page = ((uintptr_t)p << (64 - PM_ADDRESS_BITS)) >> (64 - PM_ADDRESS_BITS + HC_PAGE_SHIFT);
-    uintptr_t classes = __atomic_load_n(&pm_class_root[page >> PM_LEAF_BITS], __ATOMIC_ACQUIRE);
+    uintptr_t classes = __atomic_load_n(&pm_free_lookup.class_root[page >> PM_LEAF_BITS], __ATOMIC_ACQUIRE);
     if (HC_UNLIKELY(classes == 0))
         return 0;
-    uintptr_t before = PM_WORD(classes, page, last_starts) - (uintptr_t)p;
-    /* An empty asm that "changes" page: each load below then addresses its
+    uint64_t offset = PM_WORD(classes, page, class_offsets);
+    /* An empty asm that "changes" page: the load below then addresses its
      * word as classes + page * 8 + displacement, in the instruction itself,
      * not from a pointer computed once (one instruction more on every free). */
     __asm__("" : "+r"(page));
-    uint64_t z = before * PM_WORD(classes, page, inverses);
-    __asm__("" : "+r"(page));
-    if (HC_UNLIKELY(z & PM_WORD(classes, page, start_masks)))
+    uintptr_t before = PM_WORD(classes, page, last_starts) - (uintptr_t)p;
+    /* The class's words, at pm_free_lookup + their offset + the class
+     * offset: each load addresses its word from the class root's base
+     * register (the empty asm again keeps the compiler from computing the
+     * address once into a register of its own, one more instruction). */
+    uint64_t z = before * PM_TEST_WORD(offset, inverse);
+    __asm__("" : "+r"(offset));
+    if (HC_UNLIKELY(z & PM_TEST_WORD(offset, start_mask)))
         return 0;
-    __asm__("" : "+r"(page));
-    *class_offset = PM_WORD(classes, page, class_offsets);
+    *class_offset = offset;
     return 1;
 }
-
-/* The per-class words of the object-start test for objects of `size`
- * bytes: the inverse and the mask (pm_set_class_range writes them). */
-typedef struct pm_start_test {
-    uint64_t inverse, start_mask;
-} pm_start_test;
-pm_start_test pm_start_test_of(size_t size);
 
 /* ---- Writers: the caller serialises them (the page cache's lock) ----------- */
 

@@ -25,8 +25,8 @@ hc_span fake_spans[64];
 
 TEST(PageMap, BitSplitCoversThe47BitAddressSpace) {
     EXPECT_EQ(PM_ROOT_BITS + PM_LEAF_BITS, 47 - HC_PAGE_SHIFT);
-    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + 4 * sizeof(uint64_t)))
-        << "a span pointer and hc_free's four words per page";
+    EXPECT_EQ(sizeof(pm_leaf), PM_LEAF_ENTRIES * (sizeof(void *) + 2 * sizeof(uint64_t)))
+        << "a span pointer and hc_free's two words per page";
     // The highest user address (just under 2^47) has the last page id.
     EXPECT_EQ(span_page_of(reinterpret_cast<void *>(((uintptr_t)1 << 47) - 1)), kLastPage);
 }

@@ -133,8 +133,8 @@ MUTANTS = [
      "lock_order_test", "called with a bucket lock held",
      "empty spans go back to the page cache with the bucket lock held (the lock order)"),
     ("free_skips_object_check", "stage3_pagecache", "page_map.h",
-     "if (HC_UNLIKELY(z & PM_WORD(classes, page, start_masks)))",
-     "if (HC_UNLIKELY(z & PM_WORD(classes, page, start_masks) & 0))",
+     "if (HC_UNLIKELY(z & PM_TEST_WORD(offset, start_mask)))",
+     "if (HC_UNLIKELY(z & PM_TEST_WORD(offset, start_mask) & 0))",
      "malloc_test", None, "hc_free skips the object-start test: a pointer inside an object passes as one"),
     # ---- lab 4 -----------------------------------------------------------------------
     ("exit_keeps_objects", "stage4_reclaim", "thread_exit.c",

@@ -12,7 +12,7 @@
 
 int main(void) {
     pm_leaf leaf_type_only;
-    size_t entry_bytes = sizeof(pm_leaf) / PM_LEAF_ENTRIES; /* the span pointer and hc_free's four words */
+    size_t entry_bytes = sizeof(pm_leaf) / PM_LEAF_ENTRIES; /* the span pointer and hc_free's two words */
     unsigned smallest_served = 1;
     while (sc_index(sc_size(smallest_served)) != smallest_served)
         smallest_served++; /* class 1 is kept but serves no request (size_class.h) */
@@ -32,6 +32,6 @@ int main(void) {
     printf("pm_heap_mib_per_span_page %zu\n", 4096 / sizeof(leaf_type_only.spans[0]) * HC_PAGE_SIZE >> 20);
     printf("pm_resident_fraction %zu\n", HC_PAGE_SIZE / entry_bytes); /* about 1/N of the heap */
     printf("pm_root_mib %g\n", (double)sizeof(pm_root) / (1024.0 * 1024.0));
-    printf("pm_roots_mib %g\n", (double)(sizeof(pm_root) + sizeof(pm_class_root)) / (1024.0 * 1024.0));
+    printf("pm_roots_mib %g\n", (double)(sizeof(pm_root) + sizeof(pm_free_lookup.class_root)) / (1024.0 * 1024.0));
     return 0;
 }
