@@ -117,7 +117,7 @@ pm_start_test pm_start_test_of(size_t size); /* page_map.c checks it is PM_CLASS
  *                which the caller turns away.
  * Per class, not per page: the per-page copies that an earlier version kept
  * made every free of a cold page fetch four cache lines of the leaf, where
- * it now fetches two (docs/stage3.md, "Two cache lines per free"). */
+ * it now fetches two, at the same instruction count. */
 typedef struct pm_free_lookup_words {
     uintptr_t class_root[PM_ROOT_ENTRIES];
     pm_start_test start_tests[HC_NUM_CLASSES];
