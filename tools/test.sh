@@ -40,12 +40,17 @@
 #
 # How long it takes, measured cold (a fresh `git clone`, so a new output
 # base and an empty disk cache; tools already installed) on the project's
-# 2-core machine (Debian 12), 5 Dec 2026:
+# 2-core machine (Debian 12), 5 Dec 2026, the machine otherwise idle:
 #   d=$(mktemp -d); git clone -q REPO $d; cd $d; time CI=true bash .ci/run
-# 42 min 20 s, 465 tests, on a day when the machine ran everything about
-# twice as slowly as on 2 Dec: plain 595 s, opt 284 s, debug 427 s, asan
-# 282 s, tsan 479 s, extra 212 s, labs 259 s, the output base 5.3 GB at the
-# end. (The tree before, on the same days: 53 min in CI, and 55 min 43 s
+# 39 min 55 s, 465 tests: plain 539 s, opt 290 s, debug 389 s, asan 248 s,
+# tsan 440 s, extra 208 s, labs 278 s, the output base 2.7 GB at the end.
+# googletest is linked prebuilt
+# (third_party/googletest): built from source, each flavour and
+# configuration compiled it again, and the same day's run of the tree
+# before took 42 min 20 s (45 min 4 s in CI), on a day when the machine ran
+# everything about twice as slowly as on 2 Dec: plain 595 s, opt 284 s,
+# debug 427 s, asan 282 s, tsan 479 s, extra 212 s, labs 259 s, the output
+# base 5.3 GB at the end. (The tree before that: 53 min in CI, and 55 min 43 s
 # here, with tsan at 852 s, where //stage1_threadcache:stress_test and
 # //stage2_centralcache:stress_test took 315 s and 302 s under
 # --config=tsan: the plain stress test is now left out under asan and tsan,
