@@ -173,7 +173,7 @@ HC_INLINE unsigned pm_class_of(const void *p) {
  * above that (Granlund and Montgomery's divisibility test), so
  * z = before * inverse is before / d0 exactly when d0 divides before, and
  * huge otherwise. "Below a page, a multiple of d" is then "z < 2^13 and its
- * low k bits zero": one AND with the page's mask. A pointer past b makes
+ * low k bits zero": one AND with the class's mask. A pointer past b makes
  * `before` wrap to nearly 2^64; one above user space (its page id is taken
  * from the low 47 bits, so it aliases a user page) at least 2^47 - 2^19;
  * either gives a z far above 2^13. Two loads of the same index, a
