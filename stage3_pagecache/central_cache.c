@@ -47,7 +47,8 @@
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
 
-cc_bucket cc_buckets[HC_NUM_CLASSES];
+cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
+cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHES];
 static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
 
 size_t cc_spares_kept(unsigned cls) {
@@ -92,31 +93,56 @@ static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
 size_t cc_spare_bytes_beyond_first(void) { return __atomic_load_n(&cc_extra_spare_bytes, __ATOMIC_RELAXED); }
 
 static void cc_init(void) {
-    for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
-        hc_lock_init(&cc_buckets[cls].lock);
-        span_list_init(&cc_buckets[cls].spans);
-        span_list_init(&cc_buckets[cls].spares);
-        cc_buckets[cls].batch_capacity = cls == 0 ? 0 : cc_transfer_capacity(cls);
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++)
+        for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
+            cc_bucket *bucket = &cc_buckets[shard][cls];
+            hc_lock_init(&bucket->lock);
+            bucket->size_class = (uint8_t)cls;
+            bucket->shard = (uint8_t)shard;
+            span_list_init(&bucket->spans);
+            span_list_init(&bucket->spares);
+            bucket->batch_capacity = cls == 0 ? 0 : cc_transfer_capacity(cls);
+            bucket->batches = cc_bucket_rows[shard][cls];
+        }
+}
+
+/* 1 + the calling thread's shard; 0 until it first asks. */
+static HC_THREAD_LOCAL uint8_t cc_thread_shard;
+/* The shard the next thread to ask is given. */
+static unsigned cc_next_shard;
+
+unsigned cc_current_shard(void) {
+    unsigned shard = cc_thread_shard;
+    if (HC_UNLIKELY(shard == 0)) {
+        shard = 1 + __atomic_fetch_add(&cc_next_shard, 1, __ATOMIC_RELAXED) % CC_SHARDS;
+        cc_thread_shard = (uint8_t)shard;
     }
+    return shard - 1;
 }
 
 /* Static zero-initialised mutexes are valid on glibc, but saying so
  * portably costs one pthread_once on the slow path. */
-cc_bucket *cc_bucket_of(unsigned cls) {
+cc_bucket *cc_shard_bucket(unsigned shard, unsigned cls) {
     pthread_once(&cc_init_once, cc_init);
-    return &cc_buckets[cls];
+    return &cc_buckets[shard][cls];
 }
+
+cc_bucket *cc_bucket_of(unsigned cls) { return cc_shard_bucket(cc_current_shard(), cls); }
 
 hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
 
-/* Takes a span for class `cls` from the page cache and writes the class
- * of its pages into the page map. Its objects are carved lazily, in address
- * order, by cc_take (span.h, `carved`). Runs without any lock: nobody else
- * knows the span yet. NULL when the OS refused memory. */
-static hc_span *cc_carve_new_span(unsigned cls) {
+hc_lock *cc_shard_lock(unsigned shard, unsigned cls) { return &cc_shard_bucket(shard, cls)->lock; }
+
+/* Takes a span for class `cls` from the page cache, for the bucket of
+ * shard `shard`, and writes the class of its pages into the page map. Its
+ * objects are carved lazily, in address order, by cc_take (span.h,
+ * `carved`). Runs without any lock: nobody else knows the span yet. NULL
+ * when the OS refused memory. */
+static hc_span *cc_carve_new_span(unsigned cls, unsigned shard) {
     hc_span *span = pc_alloc_span(sc_span_pages(cls), cls);
     if (span == NULL)
         return NULL;
+    span->shard = (uint8_t)shard;
     span->free_objects = NULL;
     span->carved = 0;
     span->free_count = span->object_count;
@@ -291,23 +317,53 @@ uint32_t cc_trip_batches(unsigned cls) {
     return rows < 1 ? 1 : rows > CC_TRIP_MAX_BATCHES ? CC_TRIP_MAX_BATCHES : (uint32_t)rows;
 }
 
-uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
-    HC_TRACE(HC_TRACE_CC_FETCH, cls);
-    cc_bucket *bucket = cc_bucket_of(cls);
-    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-    bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
+/* Pops up to `want` objects off the transfer cache of `bucket`, whose lock
+ * is held, and drops the lock; links them into a chain first..last.
+ * Returns how many (0: the transfer cache was empty). */
+static uint32_t cc_fetch_batches(cc_bucket *bucket, unsigned cls, uint32_t want, void **first, void **last) {
     void *objects[CC_TRIP_MAX_BATCHES * HC_MAX_BATCH]; /* a trip's rows */
     uint32_t row_ends[CC_TRIP_MAX_BATCHES], rows;
     uint32_t got = cc_transfer_pop(bucket, want, objects, row_ends, &rows);
-    if (got > 0) {
-        hc_lock_unlock(&bucket->lock);
-        cc_prefetch_objects(objects, got);
-        cc_link_rows(objects, row_ends, rows); /* ours now: no other thread reads them */
-        *first = objects[0];
-        *last = objects[got - 1];
-        cc_check_chain(cls, *first, got);
-        return got;
+    hc_lock_unlock(&bucket->lock);
+    if (got == 0)
+        return 0;
+    cc_prefetch_objects(objects, got);
+    cc_link_rows(objects, row_ends, rows); /* ours now: no other thread reads them */
+    *first = objects[0];
+    *last = objects[got - 1];
+    cc_check_chain(cls, *first, got);
+    return got;
+}
+
+/* The calling thread's shard had nothing for class `cls`: whole batches
+ * from another shard's transfer cache, if one has some (a peek without its
+ * lock skips the empty ones). */
+static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want, void **first, void **last) {
+    for (unsigned i = 1; i < CC_SHARDS; i++) {
+        cc_bucket *other = cc_shard_bucket((own + i) % CC_SHARDS, cls);
+        if (__atomic_load_n(&other->batch_count, __ATOMIC_RELAXED) == 0)
+            continue;
+        cc_lock_bucket(other);
+        cc_note_fetched(other);
+        uint32_t got = cc_fetch_batches(other, cls, want, first, last);
+        if (got > 0)
+            return got;
     }
+    return 0;
+}
+
+uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
+    HC_TRACE(HC_TRACE_CC_FETCH, cls);
+    const unsigned shard = cc_current_shard();
+    cc_bucket *bucket = cc_shard_bucket(shard, cls);
+    uint32_t got;
+    if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) == 0 &&
+        (got = cc_fetch_other_shards(shard, cls, want, first, last)) > 0)
+        return got;
+    cc_lock_bucket(bucket);
+    cc_note_fetched(bucket);
+    if (bucket->batch_count > 0)
+        return cc_fetch_batches(bucket, cls, want, first, last);
     cc_piece pieces[CC_TAKE_MAX_PIECES];
     uint32_t n_pieces;
     got = cc_take(bucket, cls, want, pieces, &n_pieces);
@@ -317,13 +373,14 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
         return got;
     }
 
-    /* No span of this class has a free object: take a new one from the page
-     * cache with no bucket lock held, then hand out from it. */
+    /* No span of this shard has a free object, and no other shard has a
+     * batch: take a new span from the page cache with no bucket lock held,
+     * then hand out from it. */
     cc_note_carve(sc_span_pages(cls));
-    hc_span *span = cc_carve_new_span(cls);
+    hc_span *span = cc_carve_new_span(cls, shard);
     if (span == NULL)
         return 0; /* errno = ENOMEM from the page cache */
-    HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
+    cc_lock_bucket(bucket);
     span_list_push(&bucket->spans, span);
     span->in_bucket_list = 1;
     bucket->free_objects += span->free_count;
@@ -445,7 +502,6 @@ __attribute__((noreturn, cold)) static void cc_bad_return(cc_bucket *bucket, con
  * once the lock is dropped. */
 static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t keep_empty) {
     /* LAB BEGIN: span_refcount_drop */
-    cc_bucket *bucket = cc_bucket_of(cls);
     hc_span given_back; /* spans whose count dropped to zero, for the page cache */
     span_list_init(&given_back);
     cc_run runs[CC_RETURN_CHUNK];
@@ -455,10 +511,17 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
         uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
         uint32_t n_runs = cc_group_runs(cls, &obj, chunk, chunk < n, runs);
         n -= chunk;
-        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
+        cc_bucket *bucket = NULL; /* whose lock is held: the shard of the run's span */
         for (uint32_t r = 0; r < n_runs; r++) {
             cc_run *run = &runs[r];
             hc_span *span = run->span;
+            cc_bucket *home = &cc_buckets[span->shard][cls]; /* set up: the span came from it */
+            if (home != bucket) {
+                if (bucket != NULL)
+                    hc_lock_unlock(&bucket->lock);
+                bucket = home;
+                cc_lock_bucket(bucket);
+            }
             if (HC_UNLIKELY(span->objects_in_use < run->count)) /* more than it handed out: already home */
                 cc_bad_return(bucket, "free(): invalid pointer", run->first, HC_CORRUPT_LIST_WHY);
             if (HC_UNLIKELY(run->highest_index >= span->carved))
@@ -491,7 +554,8 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
             }
             cc_detach_span(bucket, span, &given_back);
         }
-        hc_lock_unlock(&bucket->lock);
+        if (bucket != NULL)
+            hc_lock_unlock(&bucket->lock);
     }
     cc_give_back_spans(&given_back);
     /* LAB END: span_refcount_drop */
@@ -539,7 +603,7 @@ static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
             cc_return_to_spans(cls, firsts[i], counts[i], 0);
         if (count < CC_GIVE_BACK_BATCHES || taken >= held)
             return;
-        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
+        cc_lock_bucket(bucket);
         count = cc_transfer_take_top(bucket, held - taken < CC_GIVE_BACK_BATCHES ? held - taken : CC_GIVE_BACK_BATCHES,
                                      firsts, counts);
         hc_lock_unlock(&bucket->lock);
@@ -547,11 +611,12 @@ static void cc_give_back_bucket(unsigned cls, cc_bucket *bucket) {
 }
 
 void cc_give_back_cached(void) {
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        cc_bucket *bucket = cc_bucket_of(cls);
-        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-        cc_give_back_bucket(cls, bucket);
-    }
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++)
+        for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+            cc_bucket *bucket = cc_shard_bucket(shard, cls);
+            cc_lock_bucket(bucket);
+            cc_give_back_bucket(cls, bucket);
+        }
 }
 
 /* A class nobody fetched from for a whole sweep period is idle: a program
@@ -561,14 +626,17 @@ void cc_give_back_cached(void) {
  * otherwise wait for a fetch that may never come while the heap grows for
  * other classes. A class in use keeps its cache: it fetched. */
 static void cc_sweep_idle(void) {
-    for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-        cc_bucket *bucket = cc_bucket_of(cls);
-        HC_TRACE_LOCK_ACQUIRE(&bucket->lock, (unsigned)(bucket - cc_buckets));
-        int idle = !bucket->fetched && (bucket->batch_count > 0 || bucket->empty_spans > 0);
-        bucket->fetched = 0;
-        if (idle)
-            cc_give_back_bucket(cls, bucket);
-        else
-            hc_lock_unlock(&bucket->lock);
-    }
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++)
+        for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
+            cc_bucket *bucket = cc_shard_bucket(shard, cls);
+            if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
+                continue; /* never used: nothing to give back, and no lock to take */
+            cc_lock_bucket(bucket);
+            int idle = !bucket->fetched && (bucket->batch_count > 0 || bucket->empty_spans > 0);
+            bucket->fetched = 0;
+            if (idle)
+                cc_give_back_bucket(cls, bucket);
+            else
+                hc_lock_unlock(&bucket->lock);
+        }
 }

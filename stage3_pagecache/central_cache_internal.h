@@ -14,6 +14,7 @@
 #include "common/compiler.h"
 #include "common/lock.h"
 #include "common/size_class.h"
+#include "common/trace.h"
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
 
@@ -35,6 +36,8 @@ typedef struct cc_batch {
  * other from every other core's cache (false sharing). */
 typedef struct cc_bucket {
     hc_lock lock;
+    uint8_t size_class;        /* which bucket this is: cc_buckets[shard][size_class] */
+    uint8_t shard;
     uint32_t batch_count;      /* transfer cache: batches[0..batch_count) */
     uint32_t batch_capacity;   /* cc_transfer_capacity */
     size_t transfer_objects;   /* in those batches, for stats */
@@ -44,13 +47,38 @@ typedef struct cc_bucket {
     size_t span_bytes;         /* in spans this class holds now */
     size_t empty_spans;        /* on the spares list */
     uint8_t fetched;           /* cc_fetch came since the last idle sweep */
-    cc_batch batches[CC_TRANSFER_MAX_BATCHES];
+    uint8_t touched;           /* ever fetched from or given batches (the idle sweep skips the others) */
+    cc_batch *batches;         /* its CC_TRANSFER_MAX_BATCHES rows, in cc_bucket_rows */
 } HC_CACHE_ALIGNED cc_bucket;
 
-extern cc_bucket cc_buckets[HC_NUM_CLASSES];
+/* The transfer caches' rows, apart from the buckets: setting up every
+ * bucket writes its first line, and with the rows inside, that line was a
+ * page of its own for each of the CC_SHARDS x HC_NUM_CLASSES buckets (34
+ * KiB apart), 1.5 MiB resident in every process. Apart, the set-up writes
+ * a few pages of bucket heads, and a transfer cache's pages are touched
+ * only when its class uses them. */
+extern cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHES];
 
-/* Class `cls`'s bucket, set up on the first call into the central cache. */
+/* cc_buckets[shard][cls]: each class's CC_SHARDS buckets (transfer_cache.h). */
+extern cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
+
+/* The calling thread's bucket of class `cls` (the buckets are set up on the
+ * first call into the central cache). */
 cc_bucket *cc_bucket_of(unsigned cls);
+
+/* Bucket `shard` of class `cls`, set up like cc_bucket_of's. */
+cc_bucket *cc_shard_bucket(unsigned shard, unsigned cls);
+
+/* Takes a bucket's lock, counted per class by the trace build. */
+HC_INLINE void cc_lock_bucket(cc_bucket *bucket) { HC_TRACE_LOCK_ACQUIRE(&bucket->lock, bucket->size_class); }
+
+/* A bucket in use: fetched from (`fetched`, and `touched` for good). The
+ * lock is held; the sweep reads `touched` without it. */
+HC_INLINE void cc_note_fetched(cc_bucket *bucket) {
+    bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
+    if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
+        __atomic_store_n(&bucket->touched, 1, __ATOMIC_RELAXED);
+}
 
 /* batch_count changes under the lock, but cc_return peeks at it without:
  * every store is atomic so that the peek is not a data race. */

@@ -2,13 +2,17 @@
 // central cache counts each span's objects out, and a span goes back to the
 // page cache only when the last one comes home (after waiting as its
 // class's spare); the transfer cache passes whole batches on intact and
-// loses no object; the page map says each page's class.
+// loses no object; each thread's shard keeps its objects; the page map says
+// each page's class.
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -730,6 +734,141 @@ TEST(SpanRunsDeathTest, ANeverUsedSlotLaterInARunAborts) {
         },
         "hcmalloc: free\\(\\): invalid pointer 0x.*never handed out");
     ReturnChain(cls, objs);
+}
+
+// A thread of its own, kept alive between steps, that runs each step it is
+// given and waits for it: so a test can interleave what two threads do,
+// each in the shard the central cache gave it.
+class ShardThread {
+  public:
+    ShardThread() : thread_([this] { Loop(); }) { Run([this] { shard_ = cc_current_shard(); }); }
+    ~ShardThread() {
+        Run(nullptr);
+        thread_.join();
+    }
+    unsigned shard() const { return shard_; }
+    void Run(std::function<void()> step) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        step_ = std::move(step);
+        has_step_ = true;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return !has_step_; });
+    }
+
+  private:
+    void Loop() {
+        for (;;) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait(lock, [this] { return has_step_; });
+            std::function<void()> step = std::move(step_);
+            if (step) step();
+            has_step_ = false;
+            changed_.notify_all();
+            if (!step) return;
+        }
+    }
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::function<void()> step_;
+    bool has_step_ = false;
+    unsigned shard_ = 0;
+    std::thread thread_;
+};
+
+cc_bucket_census Shard(unsigned shard, unsigned cls) {
+    cc_bucket_census c;
+    cc_get_shard_census(shard, cls, &c);
+    return c;
+}
+
+std::set<void *> AsSet(const std::vector<void *> &objs) { return std::set<void *>(objs.begin(), objs.end()); }
+
+// Threads are given shards round robin: CC_SHARDS threads started one after
+// another never share one.
+TEST(Shards, ThreadsStartedInTurnUseDifferentShards) {
+    std::vector<std::unique_ptr<ShardThread>> threads;
+    std::set<unsigned> shards;
+    for (unsigned i = 0; i < CC_SHARDS; i++) {
+        threads.push_back(std::make_unique<ShardThread>());
+        shards.insert(threads.back()->shard());
+        EXPECT_LT(threads.back()->shard(), (unsigned)CC_SHARDS);
+    }
+    EXPECT_EQ(shards.size(), (size_t)CC_SHARDS);
+}
+
+// Each thread fetches back the batch it gave back, not the batch another
+// thread gave back after it: with one bucket per class, the last batch in
+// (the other thread's) would be the first out.
+TEST(Shards, EachThreadFetchesBackWhatItGaveBack) {
+    const unsigned cls = sc_index(320);
+    const uint32_t batch = sc_batch(cls);
+    ShardThread a, b;
+    ASSERT_NE(a.shard(), b.shard());
+    std::vector<void *> objs_a, objs_b, again_a, again_b;
+    a.Run([&] { objs_a = Fetch(cls, batch); });
+    b.Run([&] { objs_b = Fetch(cls, batch); });
+    ASSERT_EQ(objs_a.size(), batch);
+    ASSERT_EQ(objs_b.size(), batch);
+    a.Run([&] { ReturnChain(cls, objs_a); });
+    b.Run([&] { ReturnChain(cls, objs_b); });
+    a.Run([&] { again_a = FetchChain(cls, batch); });
+    b.Run([&] { again_b = FetchChain(cls, batch); });
+    EXPECT_EQ(AsSet(again_a), AsSet(objs_a)) << "thread a got its own batch back";
+    EXPECT_EQ(AsSet(again_b), AsSet(objs_b)) << "thread b got its own batch back";
+    a.Run([&] { ReturnChain(cls, again_a); });
+    b.Run([&] { ReturnChain(cls, again_b); });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+}
+
+// An object freed by another thread goes home to the bucket of the shard
+// whose thread carved its span, and that thread fetches it back from there.
+TEST(Shards, AnObjectGoesHomeToTheShardThatCarvedItsSpan) {
+    const unsigned cls = sc_index(384);
+    ShardThread a, b;
+    ASSERT_NE(a.shard(), b.shard());
+    std::vector<void *> objs, again;
+    a.Run([&] { objs = Fetch(cls, 3); });
+    ASSERT_EQ(objs.size(), 3u);
+    EXPECT_EQ(pc_span_of(objs[0])->shard, a.shard());
+    const cc_bucket_census a_before = Shard(a.shard(), cls);
+    b.Run([&] {
+        for (void *p : objs) Return(cls, p);  // single objects: straight to their span
+    });
+    EXPECT_EQ(Shard(a.shard(), cls).span_free_objects, a_before.span_free_objects + 3);
+    EXPECT_EQ(Shard(b.shard(), cls).span_bytes, 0u) << "thread b's shard holds no span of the class";
+    EXPECT_EQ(Shard(b.shard(), cls).span_free_objects, 0u);
+    a.Run([&] { again = Fetch(cls, 3); });
+    EXPECT_EQ(AsSet(again), AsSet(objs)) << "thread a fetched them back from its span";
+    a.Run([&] {
+        for (void *p : again) Return(cls, p);
+    });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// A thread whose shard has nothing of a class takes another shard's whole
+// batches before it carves a span: a consumer's frees reach its producer
+// as rows of pointers, and no memory sits in one shard while another grows.
+TEST(Shards, AThreadWithNothingTakesAnotherShardsBatchesBeforeCarving) {
+    const unsigned cls = sc_index(448);
+    const uint32_t batch = sc_batch(cls);
+    ShardThread a, b;
+    ASSERT_NE(a.shard(), b.shard());
+    std::vector<void *> objs, taken;
+    a.Run([&] {
+        objs = Fetch(cls, batch);
+        ReturnChain(cls, objs);
+    });
+    const size_t span_bytes = Bucket(cls).span_bytes;
+    ASSERT_EQ(Shard(a.shard(), cls).batches, 1u);
+    b.Run([&] { taken = FetchChain(cls, batch); });
+    EXPECT_EQ(AsSet(taken), AsSet(objs)) << "thread b got thread a's batch";
+    EXPECT_EQ(Bucket(cls).span_bytes, span_bytes) << "and carved no span";
+    b.Run([&] { ReturnChain(cls, taken); });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
 }
 
 std::atomic<int> held_lock_seen{0};

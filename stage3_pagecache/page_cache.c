@@ -460,7 +460,7 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
     if (size_class != 0) {
         size_t size = sc_size(size_class);
         s->object_size = (uint32_t)size;
-        s->object_count = (uint32_t)(span_bytes(s) / size);
+        s->object_count = (uint16_t)(span_bytes(s) / size);
         s->size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
 #if HC_DEBUG
         memset(s->debug_live, 0, sizeof s->debug_live);

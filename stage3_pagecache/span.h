@@ -71,8 +71,8 @@ typedef struct hc_span {
     uint8_t direct;          /* mapped straight from the OS (very large): unmapped when freed */
     uint8_t size_class;      /* SPAN_SMALL: its class; else 0 */
     uint8_t in_bucket_list;  /* SPAN_SMALL: on its bucket's list of spans with free objects */
+    uint8_t shard;           /* SPAN_SMALL: which of its class's buckets owns it (transfer_cache.h, CC_SHARDS) */
     /* SPAN_SMALL geometry, fixed while the span is SPAN_SMALL. */
-    uint32_t object_size;
     uint16_t object_count;   /* at most 1024 (span.h's bound above) */
     /* SPAN_SMALL, under the bucket lock: objects [0, carved) have been
      * handed out at least once (they are in use or on free_objects); the
@@ -80,9 +80,12 @@ typedef struct hc_span {
      * when the slot comes home, and a new span costs no pass over its
      * objects. */
     uint16_t carved;
-    uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
     /* SPAN_SMALL, under the bucket lock: objects not handed out, and the
-     * reference count of those that are. */
+     * reference count of those that are (16 bits: at most object_count). */
+    uint16_t free_count;
+    uint16_t objects_in_use;
+    uint32_t object_size;
+    uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
     union {
         void *free_objects;  /* SPAN_SMALL, under the bucket lock */
         /* SPAN_FREE, under the page cache lock: at most this many of its
@@ -98,12 +101,13 @@ typedef struct hc_span {
          * (backed_pages = 0), and pc_free_span sets backed_pages over it. */
         void *layer_record;
     };
-    uint32_t free_count;
-    uint32_t objects_in_use;
 #if HC_DEBUG
     uint64_t debug_live[SPAN_DEBUG_MAX_OBJECTS / 64]; /* atomic bit ops only */
 #endif
 } hc_span;
+#if !HC_DEBUG && !defined(__cplusplus)
+_Static_assert(sizeof(hc_span) == 64, "a span record is one cache line");
+#endif
 
 HC_INLINE uintptr_t span_page_of(const void *p) { return (uintptr_t)p >> HC_PAGE_SHIFT; }
 

@@ -31,6 +31,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/lock.h"
+
+/* Shards: each class has CC_SHARDS buckets, each with its own lock,
+ * transfer cache, spans and spares. A thread uses one of them for all its
+ * fetches and returns (cc_current_shard: given round robin when the thread
+ * first reaches the central cache), and a span belongs to the shard that
+ * carved it (span.h, `shard`): an object that overflows to the spans goes
+ * home to its span's bucket, whoever frees it. So a thread that frees what
+ * it allocated (most threads, most of the time) fetches back its own
+ * objects, from its own spans, under a lock no other thread takes: with
+ * one bucket per class, two threads of the bench's `hold` swapped their
+ * objects through it, each refill taking lines the other core had just
+ * written, and moved fewer objects a second with two threads than with
+ * one. A fetch that finds nothing in its own shard takes whole batches
+ * from another shard's transfer cache before it carves a span (a consumer
+ * thread's frees go to the producer that way), so what moves between
+ * threads still moves as rows of pointers. Four shards: two threads, or a
+ * program's main thread and two workers, never share one; more threads
+ * than shards share them round robin, and each bucket lock sees a quarter
+ * of the traffic one lock per class saw. */
+#define CC_SHARDS 4
+
+/* The shard the calling thread's fetches and returns use. */
+unsigned cc_current_shard(void);
+
+/* Bucket `shard`'s lock of class `cls` (stage 2's cc_bucket_lock is the
+ * calling thread's): fork takes every one. */
+hc_lock *cc_shard_lock(unsigned shard, unsigned cls);
+
 /* The bytes of objects a class's transfer cache may hold, and the whole
  * batches it holds at most. The bytes decide for every class from 64 B up;
  * below, the batches do, and they bound how many objects of a tiny class
@@ -107,7 +136,7 @@ uint32_t cc_transfer_capacity(unsigned cls);
  * where empty spans merge (hc_release_free_memory calls it). */
 void cc_give_back_cached(void);
 
-/* For tests: a consistent snapshot of class `cls`'s bucket. */
+/* For tests: class `cls`'s buckets, each read under its lock. */
 typedef struct cc_bucket_census {
     uint32_t batches;           /* in the transfer cache */
     size_t transfer_objects;    /* in those batches */
@@ -118,5 +147,8 @@ typedef struct cc_bucket_census {
 } cc_bucket_census;
 
 void cc_get_bucket_census(unsigned cls, cc_bucket_census *out);
+
+/* The same, of one shard's bucket (the class's census is their sum). */
+void cc_get_shard_census(unsigned shard, unsigned cls, cc_bucket_census *out);
 
 #endif /* HC_TRANSFER_CACHE_H_ */

@@ -1,7 +1,7 @@
 /* stage4_reclaim/fork.c — layer 4: the allocator's locks across fork().
  *
  * See reclaim.h for the lock order and why it cannot deadlock.
- * May touch: every layer's locks (through tc_fork_lock, cc_bucket_lock,
+ * May touch: every layer's locks (through tc_fork_lock, cc_shard_lock,
  * pc_lock_all), the hardened build's (harden_fork_lock), the profiler's
  * (hc_fork_set_outer_locks) and stdio's list
  * lock, nothing else. */
@@ -14,6 +14,7 @@
 #include "common/size_class.h"
 #include "stage2_centralcache/central_cache.h"
 #include "stage3_pagecache/page_cache.h"
+#include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/reclaim.h"
 
 /* Forks this thread is inside of (prepare done, parent/child not yet), and
@@ -60,8 +61,9 @@ void hc_fork_prepare(void) {
     if (outer_lock != NULL)
         outer_lock();
     tc_fork_lock();
-    for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
-        hc_lock_acquire(cc_bucket_lock(cls));
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++)
+        for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++)
+            hc_lock_acquire(cc_shard_lock(shard, cls));
     pc_lock_all();
     harden_fork_lock(); /* the hardened build's own (common/harden.h); none otherwise */
     /* Every allocator lock is ours now: a prepare handler that runs after
@@ -83,8 +85,9 @@ static void hc_fork_unlock(int in_child) {
     hc_lock_fork_owner = 0; /* so that the unlocks below happen */
     harden_fork_unlock(in_child);
     pc_unlock_all();
-    for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
-        hc_lock_unlock(cc_bucket_lock(cls));
+    for (unsigned shard = CC_SHARDS; shard-- > 0;)
+        for (unsigned cls = HC_NUM_CLASSES; cls-- > 0;)
+            hc_lock_unlock(cc_shard_lock(shard, cls));
     tc_fork_unlock();
     if (outer_unlock != NULL)
         outer_unlock();

@@ -38,7 +38,7 @@ void tc_fork_unlock(void);
  * every allocator lock, in one fixed order, so the fork happens while no
  * other thread is inside the allocator; parent and child then unlock them:
  *   1. thread-cache registry, 2. thread-cache record pool (tc_fork_lock),
- *   3. every central bucket lock, class 0 upwards,
+ *   3. every central bucket lock, shard by shard, class 0 upwards in each,
  *   4. the page cache lock, 5. the span-record pool (pc_lock_all).
  * The page map has no lock of its own (its writers hold the page cache
  * lock). The order matches every nesting the allocator does (registry

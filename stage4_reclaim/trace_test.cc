@@ -18,6 +18,7 @@ extern "C" {
 #include "common/size_class.h"
 #include "common/trace.h"
 #include "stage2_centralcache/central_cache.h"
+#include "stage3_pagecache/transfer_cache.h"
 }
 
 #include "tests/test_util.h"
@@ -122,14 +123,15 @@ TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
 TEST(Trace, ABucketLockFoundHeldCountsAWait) {
     const unsigned cls = sc_index(2600);  // no other test here uses it
     const Trace before = Write();
-    hc_lock_acquire(cc_bucket_lock(cls));
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++)  // the class's lock in every shard: the new thread's too
+        hc_lock_acquire(cc_shard_lock(shard, cls));
     std::thread other([] {
         void *p = hc_malloc(2600);  // a refill: the bucket lock, held
         hc_free(p);
         hc_thread_flush();
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    hc_lock_unlock(cc_bucket_lock(cls));
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++) hc_lock_unlock(cc_shard_lock(shard, cls));
     other.join();
     const Trace t = Write();
     EXPECT_EQ(t.events[HC_TRACE_LOCK_TAKEN], "lock_taken");
