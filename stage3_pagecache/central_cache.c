@@ -23,15 +23,21 @@
  *     spans wait in the bucket as spares (up to CC_EMPTY_BYTES_KEPT a class,
  *     CC_SPARE_BYTES_TOTAL for all) before they go back, and the newest is
  *     carved again in address order when one is reused;
+ *   - each class has CC_SHARDS buckets (transfer_cache.h): a thread uses
+ *     one, a span belongs to the one that carved it, and an object that
+ *     goes to the spans goes to its span's; a fetch that finds its own
+ *     transfer cache empty takes another shard's batches first, then
+ *     looks at its own spans, then carves;
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
  * Its read-only views (a class's census, the stats) and the hardened
  * build's chain check are in central_cache_check.c, beside it.
  * May touch: the buckets, their transfer caches and their spans' object
- * lists (under the bucket lock), the page cache through pc_* (never with a
- * bucket lock held: see page_cache.h for the lock order), the page map
- * (lock-free reads; the class entries of the bucket's own spans). */
+ * lists (under the bucket lock, one bucket's at a time), the page cache
+ * through pc_* (never with a bucket lock held: see page_cache.h for the
+ * lock order), the page map (lock-free reads; the class entries of the
+ * bucket's own spans). */
 #include "stage2_centralcache/central_cache.h"
 
 #include <stddef.h>
@@ -258,7 +264,7 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
             span->in_bucket_list = 0;
         }
     }
-    bucket->free_objects -= got;
+    cc_add_free_objects(bucket, -(long)got);
     *piece_count = n_pieces;
     return got;
 }
@@ -335,9 +341,9 @@ static uint32_t cc_fetch_batches(cc_bucket *bucket, unsigned cls, uint32_t want,
     return got;
 }
 
-/* The calling thread's shard had nothing for class `cls`: whole batches
- * from another shard's transfer cache, if one has some (a peek without its
- * lock skips the empty ones). */
+/* The calling thread's transfer cache of class `cls` looked empty: whole
+ * batches from another shard's, if one has some (a peek without its lock
+ * skips the empty ones). Returns how many objects, 0 if none had any. */
 static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want, void **first, void **last) {
     for (unsigned i = 1; i < CC_SHARDS; i++) {
         cc_bucket *other = cc_shard_bucket((own + i) % CC_SHARDS, cls);
@@ -352,13 +358,20 @@ static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want,
     return 0;
 }
 
+/* Where a fetch looks, in order: its own shard's transfer cache, then its
+ * spans and spares (its own objects, in lines its core wrote last: a thread
+ * that frees what it allocated gets them back); the other shards' transfer
+ * caches; a new span. When its own shard looks empty (a peek at the two
+ * counts, without the lock), the other shards come first: a producer whose
+ * consumer frees in another shard takes one lock a trip, not two. */
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     const unsigned shard = cc_current_shard();
     cc_bucket *bucket = cc_shard_bucket(shard, cls);
     uint32_t got;
-    if (__atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) == 0 &&
-        (got = cc_fetch_other_shards(shard, cls, want, first, last)) > 0)
+    const int own_looks_empty = __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) == 0 &&
+                                __atomic_load_n(&bucket->free_objects, __ATOMIC_RELAXED) == 0;
+    if (own_looks_empty && (got = cc_fetch_other_shards(shard, cls, want, first, last)) > 0)
         return got;
     cc_lock_bucket(bucket);
     cc_note_fetched(bucket);
@@ -372,6 +385,8 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
         cc_link_pieces(pieces, n_pieces, first, last);
         return got;
     }
+    if (!own_looks_empty && (got = cc_fetch_other_shards(shard, cls, want, first, last)) > 0)
+        return got;
 
     /* No span of this shard has a free object, and no other shard has a
      * batch: take a new span from the page cache with no bucket lock held,
@@ -383,7 +398,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     cc_lock_bucket(bucket);
     span_list_push(&bucket->spans, span);
     span->in_bucket_list = 1;
-    bucket->free_objects += span->free_count;
+    cc_add_free_objects(bucket, span->free_count);
     bucket->span_bytes += span_bytes(span);
     got = cc_take(bucket, cls, want, pieces, &n_pieces);
     hc_lock_unlock(&bucket->lock);
@@ -415,7 +430,7 @@ static hc_span *cc_span_of_object(unsigned cls, void *obj) {
  * bucket lock is held. */
 static void cc_detach_span(cc_bucket *bucket, hc_span *span, hc_span *given_back) {
     span->in_bucket_list = 0;
-    bucket->free_objects -= span->free_count;
+    cc_add_free_objects(bucket, -(long)span->free_count);
     bucket->span_bytes -= span_bytes(span);
     span_list_push(given_back, span);
 }
@@ -536,7 +551,7 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
             fl_set_next(run->last, span->free_objects);
             span->free_objects = run->first;
             span->free_count += run->count;
-            bucket->free_objects += run->count;
+            cc_add_free_objects(bucket, run->count);
             if (!span->in_bucket_list) {
                 span_list_push(&bucket->spans, span);
                 span->in_bucket_list = 1;

@@ -43,7 +43,7 @@ typedef struct cc_bucket {
     size_t transfer_objects;   /* in those batches, for stats */
     hc_span spans;             /* sentinel: this class's spans in use that have free objects */
     hc_span spares;            /* sentinel: its spans with every object free, the newest first */
-    size_t free_objects;       /* on both lists, for stats */
+    size_t free_objects;       /* on both lists, for stats and cc_fetch's peek */
     size_t span_bytes;         /* in spans this class holds now */
     size_t empty_spans;        /* on the spares list */
     uint8_t fetched;           /* cc_fetch came since the last idle sweep */
@@ -78,6 +78,12 @@ HC_INLINE void cc_note_fetched(cc_bucket *bucket) {
     bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
     if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
         __atomic_store_n(&bucket->touched, 1, __ATOMIC_RELAXED);
+}
+
+/* free_objects changes under the lock, and cc_fetch peeks at it without
+ * (as at batch_count, below): every store is atomic. */
+HC_INLINE void cc_add_free_objects(cc_bucket *bucket, long delta) {
+    __atomic_store_n(&bucket->free_objects, bucket->free_objects + (size_t)delta, __ATOMIC_RELAXED);
 }
 
 /* batch_count changes under the lock, but cc_return peeks at it without:

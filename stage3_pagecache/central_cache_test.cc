@@ -848,6 +848,34 @@ TEST(Shards, AnObjectGoesHomeToTheShardThatCarvedItsSpan) {
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
+// A thread whose own spans have free objects takes those before another
+// shard's batches: its own lines, which its core wrote last, not lines the
+// other thread's core just wrote.
+TEST(Shards, AThreadTakesItsOwnSpansObjectsBeforeAnotherShardsBatches) {
+    const unsigned cls = sc_index(512);
+    const uint32_t batch = sc_batch(cls);
+    ShardThread a, b;
+    ASSERT_NE(a.shard(), b.shard());
+    std::vector<void *> mine, theirs, next;
+    a.Run([&] { mine = Fetch(cls, 1); });  // a's span: the rest of its slots are free
+    ASSERT_GT(Shard(a.shard(), cls).span_free_objects, 0u);
+    b.Run([&] {
+        theirs = Fetch(cls, batch);
+        ReturnChain(cls, theirs);
+    });
+    ASSERT_EQ(Shard(b.shard(), cls).batches, 1u);
+    a.Run([&] { next = Fetch(cls, 1); });
+    ASSERT_EQ(next.size(), 1u);
+    EXPECT_EQ(pc_span_of(next[0])->shard, a.shard()) << "from its own span";
+    EXPECT_EQ(Shard(b.shard(), cls).batches, 1u) << "thread b's batch left alone";
+    a.Run([&] {
+        Return(cls, mine[0]);
+        Return(cls, next[0]);
+    });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+}
+
 // A thread whose shard has nothing of a class takes another shard's whole
 // batches before it carves a span: a consumer's frees reach its producer
 // as rows of pointers, and no memory sits in one shard while another grows.

@@ -46,8 +46,8 @@
  * written, and moved fewer objects a second with two threads than with
  * one. A fetch that finds nothing in its own shard takes whole batches
  * from another shard's transfer cache before it carves a span (a consumer
- * thread's frees go to the producer that way), so what moves between
- * threads still moves as rows of pointers. Four shards: two threads, or a
+ * thread's frees reach the producer that way, under one lock a trip), so
+ * what moves between threads still moves as rows of pointers. Four shards: two threads, or a
  * program's main thread and two workers, never share one; more threads
  * than shards share them round robin, and each bucket lock sees a quarter
  * of the traffic one lock per class saw. */
