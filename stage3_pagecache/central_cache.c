@@ -512,6 +512,19 @@ __attribute__((noreturn, cold)) static void cc_bad_return(cc_bucket *bucket, con
     hc_fatal_pointer_why(what, obj, why);
 }
 
+/* The bucket that owns `span` (its shard's bucket of class `cls`), with its
+ * lock held: `held` is the bucket whose lock the caller holds (NULL for
+ * none), dropped first when it is another one (never two at once). */
+static cc_bucket *cc_lock_home_bucket(cc_bucket *held, const hc_span *span, unsigned cls) {
+    cc_bucket *home = &cc_buckets[span->shard][cls]; /* set up: the span came from it */
+    if (home != held) {
+        if (held != NULL)
+            hc_lock_unlock(&held->lock);
+        cc_lock_bucket(home);
+    }
+    return home;
+}
+
 /* Gives `n` objects, first.., back to their spans, at most `keep_empty`
  * empty spans staying in the bucket; the others go back to the page cache
  * once the lock is dropped. */
@@ -526,17 +539,11 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
         uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
         uint32_t n_runs = cc_group_runs(cls, &obj, chunk, chunk < n, runs);
         n -= chunk;
-        cc_bucket *bucket = NULL; /* whose lock is held: the shard of the run's span */
+        cc_bucket *bucket = NULL; /* whose lock is held: the run's span's (a chunk has a run at least) */
         for (uint32_t r = 0; r < n_runs; r++) {
             cc_run *run = &runs[r];
             hc_span *span = run->span;
-            cc_bucket *home = &cc_buckets[span->shard][cls]; /* set up: the span came from it */
-            if (home != bucket) {
-                if (bucket != NULL)
-                    hc_lock_unlock(&bucket->lock);
-                bucket = home;
-                cc_lock_bucket(bucket);
-            }
+            bucket = cc_lock_home_bucket(bucket, span, cls);
             if (HC_UNLIKELY(span->objects_in_use < run->count)) /* more than it handed out: already home */
                 cc_bad_return(bucket, "free(): invalid pointer", run->first, HC_CORRUPT_LIST_WHY);
             if (HC_UNLIKELY(run->highest_index >= span->carved))
@@ -569,8 +576,7 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
             }
             cc_detach_span(bucket, span, &given_back);
         }
-        if (bucket != NULL)
-            hc_lock_unlock(&bucket->lock);
+        hc_lock_unlock(&bucket->lock);
     }
     cc_give_back_spans(&given_back);
     /* LAB END: span_refcount_drop */
