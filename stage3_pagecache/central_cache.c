@@ -32,7 +32,9 @@
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
  * Its read-only views (a class's census, the stats) and the hardened
- * build's chain check are in central_cache_check.c, beside it.
+ * build's chain check are in central_cache_check.c, beside it; the
+ * buckets themselves, their set-up and which shard a thread uses, in
+ * central_shards.c.
  * May touch: the buckets, their transfer caches and their spans' object
  * lists (under the bucket lock, one bucket's at a time), the page cache
  * through pc_* (never with a bucket lock held: see page_cache.h for the
@@ -53,9 +55,6 @@
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
 
-cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
-cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHES];
-static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
 
 size_t cc_spares_kept(unsigned cls) {
     if (sc_size(cls) > CC_SPARES_MAX_SIZE)
@@ -98,46 +97,6 @@ static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
 
 size_t cc_spare_bytes_beyond_first(void) { return __atomic_load_n(&cc_extra_spare_bytes, __ATOMIC_RELAXED); }
 
-static void cc_init(void) {
-    for (unsigned shard = 0; shard < CC_SHARDS; shard++)
-        for (unsigned cls = 0; cls < HC_NUM_CLASSES; cls++) {
-            cc_bucket *bucket = &cc_buckets[shard][cls];
-            hc_lock_init(&bucket->lock);
-            bucket->size_class = (uint8_t)cls;
-            bucket->shard = (uint8_t)shard;
-            span_list_init(&bucket->spans);
-            span_list_init(&bucket->spares);
-            bucket->batch_capacity = cls == 0 ? 0 : cc_transfer_capacity(cls);
-            bucket->batches = cc_bucket_rows[shard][cls];
-        }
-}
-
-/* 1 + the calling thread's shard; 0 until it first asks. */
-static HC_THREAD_LOCAL uint8_t cc_thread_shard;
-/* The shard the next thread to ask is given. */
-static unsigned cc_next_shard;
-
-unsigned cc_current_shard(void) {
-    unsigned shard = cc_thread_shard;
-    if (HC_UNLIKELY(shard == 0)) {
-        shard = 1 + __atomic_fetch_add(&cc_next_shard, 1, __ATOMIC_RELAXED) % CC_SHARDS;
-        cc_thread_shard = (uint8_t)shard;
-    }
-    return shard - 1;
-}
-
-/* Static zero-initialised mutexes are valid on glibc, but saying so
- * portably costs one pthread_once on the slow path. */
-cc_bucket *cc_shard_bucket(unsigned shard, unsigned cls) {
-    pthread_once(&cc_init_once, cc_init);
-    return &cc_buckets[shard][cls];
-}
-
-cc_bucket *cc_bucket_of(unsigned cls) { return cc_shard_bucket(cc_current_shard(), cls); }
-
-hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
-
-hc_lock *cc_shard_lock(unsigned shard, unsigned cls) { return &cc_shard_bucket(shard, cls)->lock; }
 
 /* Takes a span for class `cls` from the page cache, for the bucket of
  * shard `shard`, and writes the class of its pages into the page map. Its

@@ -1,8 +1,9 @@
 /* stage3_pagecache/central_cache_internal.h — layer 2 on the page cache:
  * the buckets' state, shared by the central cache itself (central_cache.c,
- * and transfer_cache.c: the stack of batches in front of the spans) and its
- * read-only views and checks (central_cache_check.c: the census,
- * the stats, the hardened build's chain check). No other file includes it:
+ * and transfer_cache.c: the stack of batches in front of the spans), the
+ * buckets' set-up and shards (central_shards.c) and its read-only views and
+ * checks (central_cache_check.c: the census, the stats, the hardened
+ * build's chain check). No other file includes it:
  * everyone else goes through stage2_centralcache/central_cache.h. A
  * bucket's fields are guarded by its lock. */
 #ifndef HC_CENTRAL_CACHE_INTERNAL_H_
