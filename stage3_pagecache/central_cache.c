@@ -25,9 +25,9 @@
  *     carved again in address order when one is reused;
  *   - each class has CC_SHARDS buckets (transfer_cache.h): a thread uses
  *     one, a span belongs to the one that carved it, and an object that
- *     goes to the spans goes to its span's; a fetch that finds its own
- *     transfer cache empty takes another shard's batches first, then
- *     looks at its own spans, then carves;
+ *     goes to the spans goes to its span's; a fetch takes from its own
+ *     shard's transfer cache and spans, then another shard's batches,
+ *     and carves only when none has any;
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
@@ -54,7 +54,6 @@
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
-
 
 size_t cc_spares_kept(unsigned cls) {
     if (sc_size(cls) > CC_SPARES_MAX_SIZE)
@@ -96,7 +95,6 @@ static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
 }
 
 size_t cc_spare_bytes_beyond_first(void) { return __atomic_load_n(&cc_extra_spare_bytes, __ATOMIC_RELAXED); }
-
 
 /* Takes a span for class `cls` from the page cache, for the bucket of
  * shard `shard`, and writes the class of its pages into the page map. Its
