@@ -1,10 +1,10 @@
 /* stage3_pagecache/central_cache_check.c — layer 2 on the page cache: the
- * central cache seen from outside, read only: a class's census
- * (cc_get_bucket_census and each shard's, for tests and the stats), the stats' figures
- * (cc_collect_stats), and the hardened build's check of every chain that
- * crosses the central cache (cc_check_chain). Apart from central_cache.c,
- * which moves objects and spans, so that a reader of the central cache reads
- * its mechanism alone; both share the buckets through
+ * central cache seen from outside, read only: a class's census and each
+ * shard's (cc_get_bucket_census, cc_get_shard_census, for tests), the
+ * stats' figures (cc_collect_stats), and the hardened build's check of
+ * every chain that crosses the central cache (cc_check_chain). Apart from
+ * central_cache.c, which moves objects and spans, so that a reader of the
+ * central cache reads its mechanism alone; both share the buckets through
  * central_cache_internal.h. Every function that reads a bucket takes its lock.
  * May touch: nothing; reads the buckets, the page map and the spans. */
 #include <stddef.h>

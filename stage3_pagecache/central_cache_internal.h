@@ -37,8 +37,7 @@ typedef struct cc_batch {
  * other from every other core's cache (false sharing). */
 typedef struct cc_bucket {
     hc_lock lock;
-    uint8_t size_class;        /* which bucket this is: cc_buckets[shard][size_class] */
-    uint8_t shard;
+    uint8_t size_class;        /* its class, which the trace build counts its lock under */
     uint32_t batch_count;      /* transfer cache: batches[0..batch_count) */
     uint32_t batch_capacity;   /* cc_transfer_capacity */
     size_t transfer_objects;   /* in those batches, for stats */
@@ -73,12 +72,19 @@ cc_bucket *cc_shard_bucket(unsigned shard, unsigned cls);
 /* Takes a bucket's lock, counted per class by the trace build. */
 HC_INLINE void cc_lock_bucket(cc_bucket *bucket) { HC_TRACE_LOCK_ACQUIRE(&bucket->lock, bucket->size_class); }
 
-/* A bucket in use: fetched from (`fetched`, and `touched` for good). The
- * lock is held; the sweep reads `touched` without it. */
-HC_INLINE void cc_note_fetched(cc_bucket *bucket) {
-    bucket->fetched = 1; /* not idle: the next sweep leaves this class alone */
+/* The bucket holds, or may hold, something the idle sweep must see. The
+ * lock is held; the sweep reads `touched` without it, and most buckets
+ * (classes a shard's threads never use) stay untouched and unvisited. */
+HC_INLINE void cc_note_touched(cc_bucket *bucket) {
     if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
         __atomic_store_n(&bucket->touched, 1, __ATOMIC_RELAXED);
+}
+
+/* A fetch came to the bucket (its lock held): not idle, so the next sweep
+ * leaves it alone. */
+HC_INLINE void cc_note_fetched(cc_bucket *bucket) {
+    bucket->fetched = 1;
+    cc_note_touched(bucket);
 }
 
 /* free_objects changes under the lock, and cc_fetch peeks at it without

@@ -899,6 +899,33 @@ TEST(Shards, AThreadWithNothingTakesAnotherShardsBatchesBeforeCarving) {
     EXPECT_EQ(Bucket(cls).span_bytes, 0u);
 }
 
+// Batches that a thread gives back to its shard, whose class it never
+// fetches (a consumer's frees), go back to their spans in the idle sweep
+// like any idle class's: the sweep visits only buckets it knows are used,
+// and a bucket that has only been given batches is one. In a process of
+// its own (a death test, run "threadsafe": the binary again, this test
+// alone), where no earlier test has used the class in any shard.
+int ConsumerBatchGoesBackInTheSweep() {
+    const unsigned cls = sc_index(640), grower = sc_index(40 << 10);
+    ShardThread producer, consumer;
+    if (producer.shard() == consumer.shard()) return 2;
+    std::vector<void *> objs;
+    producer.Run([&] { objs = Fetch(cls, sc_batch(cls)); });
+    consumer.Run([&] { ReturnChain(cls, objs); });
+    if (Shard(consumer.shard(), cls).batches != 1) return 3;
+    for (size_t pages = 0; pages < 3 * CC_SWEEP_PAGES; pages += sc_span_pages(grower))
+        if (Fetch(grower, 1).size() != 1) return 4;  // one object per span: a new span each, kept
+    if (Shard(consumer.shard(), cls).batches != 0) return 5;  // the consumer's batch stayed
+    if (Bucket(cls).span_bytes != 0) return 6;                // its span, empty then, stayed
+    return 0;
+}
+
+TEST(ShardsDeathTest, BatchesInAShardNobodyFetchesFromGoBackInTheSweep) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(exit(ConsumerBatchGoesBackInTheSweep()), testing::ExitedWithCode(0), "")
+        << "exit 5: the consumer's batch stayed in its shard; 6: its span was not given back";
+}
+
 std::atomic<int> held_lock_seen{0};
 void CountHeldBucketLocks(size_t) { held_lock_seen += hc_test::HeldBucketLocks(); }
 

@@ -26,7 +26,6 @@ static void cc_init(void) {
             cc_bucket *bucket = &cc_buckets[shard][cls];
             hc_lock_init(&bucket->lock);
             bucket->size_class = (uint8_t)cls;
-            bucket->shard = (uint8_t)shard;
             span_list_init(&bucket->spans);
             span_list_init(&bucket->spares);
             bucket->batch_capacity = cls == 0 ? 0 : cc_transfer_capacity(cls);

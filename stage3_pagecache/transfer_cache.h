@@ -43,14 +43,13 @@
  * objects, from its own spans, under a lock no other thread takes: with
  * one bucket per class, two threads of the bench's `hold` swapped their
  * objects through it, each refill taking lines the other core had just
- * written, and moved fewer objects a second with two threads than with
- * one. A fetch that finds nothing in its own shard takes whole batches
+ * written. A fetch that finds nothing in its own shard takes whole batches
  * from another shard's transfer cache before it carves a span (a consumer
  * thread's frees reach the producer that way, under one lock a trip), so
- * what moves between threads still moves as rows of pointers. Four shards: two threads, or a
- * program's main thread and two workers, never share one; more threads
- * than shards share them round robin, and each bucket lock sees a quarter
- * of the traffic one lock per class saw. */
+ * what moves between threads still moves as rows of pointers. How many:
+ * enough that two threads, or a program's main thread and two workers,
+ * never share one; more threads than shards share them round robin, each
+ * bucket lock seeing its share of what one lock per class saw. */
 #define CC_SHARDS 4
 
 /* The shard the calling thread's fetches and returns use. */
