@@ -24,10 +24,11 @@
  *     CC_SPARE_BYTES_TOTAL for all) before they go back, and the newest is
  *     carved again in address order when one is reused;
  *   - each class has CC_SHARDS buckets (transfer_cache.h): a thread uses
- *     one, a span belongs to the one that carved it, and an object that
- *     goes to the spans goes to its span's; a fetch takes from its own
- *     shard's transfer cache and spans, then another shard's batches,
- *     and carves only when none has any;
+ *     one, a span belongs to the one that carved it (and lies among that
+ *     shard's other spans: pc_alloc_span_placed), and objects given back
+ *     go home to their span's shard, as whole batches or to the spans; a
+ *     fetch takes from its own shard's transfer cache and spans, then a
+ *     full transfer cache of another shard, and carves only when none is;
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
@@ -62,27 +63,15 @@ size_t cc_spares_kept(unsigned cls) {
     return n > 0 ? n : 1;
 }
 
-/* Bytes of spares kept beyond each class's first, across all classes: the
- * bound that makes the worst case one figure (CC_SPARE_BYTES_TOTAL) rather
- * than a per-class one times every class. Changed once per span that
- * empties or is reused, under that class's bucket lock, never on the fast
- * path. */
-static size_t cc_extra_spare_bytes;
-
 /* May a span of `bytes` that just emptied stay as one more of the bucket's
  * spares? Yes while the bucket has none (its first costs nothing against the
- * total), else while it keeps fewer than `keep_empty` and the total has
- * room. The bucket lock is held. */
+ * total), else while it keeps fewer than `keep_empty` and the total of all
+ * classes has room (cc_spare_charge). The bucket lock is held. */
 static int cc_spare_count(cc_bucket *bucket, size_t keep_empty, size_t bytes) {
     if (bucket->empty_spans >= keep_empty)
         return 0;
-    if (bucket->empty_spans > 0) {
-        size_t after = __atomic_add_fetch(&cc_extra_spare_bytes, bytes, __ATOMIC_RELAXED);
-        if (after > CC_SPARE_BYTES_TOTAL) {
-            __atomic_sub_fetch(&cc_extra_spare_bytes, bytes, __ATOMIC_RELAXED);
-            return 0;
-        }
-    }
+    if (bucket->empty_spans > 0 && !cc_spare_charge(bucket, bytes))
+        return 0;
     bucket->empty_spans++;
     return 1;
 }
@@ -91,10 +80,8 @@ static int cc_spare_count(cc_bucket *bucket, size_t keep_empty, size_t bytes) {
  * back. The bucket lock is held. */
 static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
     if (--bucket->empty_spans > 0)
-        __atomic_sub_fetch(&cc_extra_spare_bytes, bytes, __ATOMIC_RELAXED);
+        cc_spare_refund(bucket, bytes);
 }
-
-size_t cc_spare_bytes_beyond_first(void) { return __atomic_load_n(&cc_extra_spare_bytes, __ATOMIC_RELAXED); }
 
 /* Takes a span for class `cls` from the page cache, for the bucket of
  * shard `shard`, and writes the class of its pages into the page map. Its
@@ -102,7 +89,7 @@ size_t cc_spare_bytes_beyond_first(void) { return __atomic_load_n(&cc_extra_spar
  * `carved`). Runs without any lock: nobody else knows the span yet. NULL
  * when the OS refused memory. */
 static hc_span *cc_carve_new_span(unsigned cls, unsigned shard) {
-    hc_span *span = pc_alloc_span(sc_span_pages(cls), cls);
+    hc_span *span = pc_alloc_span_placed(sc_span_pages(cls), cls, &cc_shard_places[shard].next_page);
     if (span == NULL)
         return NULL;
     span->shard = (uint8_t)shard;
@@ -298,13 +285,16 @@ static uint32_t cc_fetch_batches(cc_bucket *bucket, unsigned cls, uint32_t want,
     return got;
 }
 
-/* The calling thread's transfer cache of class `cls` looked empty: whole
- * batches from another shard's, if one has some (a peek without its lock
- * skips the empty ones). Returns how many objects, 0 if none had any. */
-static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want, void **first, void **last) {
+/* Whole batches from another shard's transfer cache: one that is full
+ * (`full_only`), or, when the calling thread could not get a new span, any
+ * with a batch. A peek without the lock skips the others. Returns how many
+ * objects, 0 if no shard had what was asked. */
+static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want, void **first, void **last,
+                                      int full_only) {
     for (unsigned i = 1; i < CC_SHARDS; i++) {
         cc_bucket *other = cc_shard_bucket((own + i) % CC_SHARDS, cls);
-        if (__atomic_load_n(&other->batch_count, __ATOMIC_RELAXED) == 0)
+        uint32_t batches = __atomic_load_n(&other->batch_count, __ATOMIC_RELAXED);
+        if (batches == 0 || (full_only && batches < other->batch_capacity))
             continue;
         cc_lock_bucket(other);
         cc_note_fetched(other);
@@ -315,12 +305,14 @@ static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want,
     return 0;
 }
 
-/* Where a fetch looks, in order: its own shard's transfer cache, then its
- * spans and spares (its own objects, in lines its core wrote last: a thread
- * that frees what it allocated gets them back); the other shards' transfer
- * caches; a new span. When its own shard looks empty (a peek at the two
- * counts, without the lock), the other shards come first: a producer whose
- * consumer frees in another shard takes one lock a trip, not two. */
+/* Where a fetch looks, in order: its own shard's transfer cache (where
+ * cc_return sends its spans' objects home), its own spans and spares (lines
+ * its core wrote last); a full transfer cache of another shard; a new span
+ * among its shard's others; if the page cache has none, any shard's batches.
+ * When its own shard looks empty (a peek without the lock), the full ones
+ * come first. A batch in a transfer cache that is not full is for its own
+ * threads: two threads of `hold` that took each other's at the end of each
+ * round wrote lines the other had just written (docs/stage3.md). */
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     const unsigned shard = cc_current_shard();
@@ -328,7 +320,7 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     uint32_t got;
     const int own_looks_empty = __atomic_load_n(&bucket->batch_count, __ATOMIC_RELAXED) == 0 &&
                                 __atomic_load_n(&bucket->free_objects, __ATOMIC_RELAXED) == 0;
-    if (own_looks_empty && (got = cc_fetch_other_shards(shard, cls, want, first, last)) > 0)
+    if (own_looks_empty && (got = cc_fetch_other_shards(shard, cls, want, first, last, 1)) > 0)
         return got;
     cc_lock_bucket(bucket);
     cc_note_fetched(bucket);
@@ -342,16 +334,16 @@ uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
         cc_link_pieces(pieces, n_pieces, first, last);
         return got;
     }
-    if (!own_looks_empty && (got = cc_fetch_other_shards(shard, cls, want, first, last)) > 0)
+    if (!own_looks_empty && (got = cc_fetch_other_shards(shard, cls, want, first, last, 1)) > 0)
         return got;
 
     /* No span of this shard has a free object, and no other shard has a
-     * batch: take a new span from the page cache with no bucket lock held,
-     * then hand out from it. */
+     * full transfer cache: take a new span from the page cache with no
+     * bucket lock held, then hand out from it. */
     cc_note_carve(sc_span_pages(cls));
     hc_span *span = cc_carve_new_span(cls, shard);
     if (span == NULL)
-        return 0; /* errno = ENOMEM from the page cache */
+        return cc_fetch_other_shards(shard, cls, want, first, last, 0); /* else errno = ENOMEM */
     cc_lock_bucket(bucket);
     span_list_push(&bucket->spans, span);
     span->in_bucket_list = 1;
@@ -482,6 +474,14 @@ static cc_bucket *cc_lock_home_bucket(cc_bucket *held, const hc_span *span, unsi
     return home;
 }
 
+/* The transfer cache a chain's whole batches go to: its first object's
+ * span's shard's (one page-map lookup a trip). A thread that frees what it
+ * allocated gives back to its own shard; a consumer gives back to its
+ * producer's, whose next fetch looks there first. */
+static cc_bucket *cc_home_bucket_of(unsigned cls, void *first) {
+    return cc_shard_bucket(cc_span_of_object(cls, first)->shard, cls);
+}
+
 /* Gives `n` objects, first.., back to their spans, at most `keep_empty`
  * empty spans staying in the bucket; the others go back to the page cache
  * once the lock is dropped. */
@@ -541,13 +541,14 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
 
 void cc_return(unsigned cls, void *first, void *last, uint32_t n) {
     HC_TRACE(HC_TRACE_CC_RETURN, cls);
-    cc_bucket *bucket = cc_bucket_of(cls);
     cc_check_chain(cls, first, n);
-    /* Whole batches go to the transfer cache while it has room: the next
-     * cc_fetch of this class hands each out as it is. The rest goes to the
-     * spans. (`last` is not needed: each batch's row is read off its links.) */
+    /* Whole batches go to their home shard's transfer cache while it has
+     * room: the next cc_fetch there hands each out as it is. The rest goes
+     * to the spans. (`last` is not needed: each batch's row is read off its
+     * links.) */
     (void)last;
-    first = cc_transfer_return(bucket, cls, first, &n);
+    if (n >= sc_batch(cls))
+        first = cc_transfer_return(cc_home_bucket_of(cls, first), cls, first, &n);
     if (n > 0)
         cc_return_to_spans(cls, first, n, cc_spares_kept(cls));
 }

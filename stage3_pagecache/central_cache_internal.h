@@ -47,7 +47,7 @@ typedef struct cc_bucket {
     size_t span_bytes;         /* in spans this class holds now */
     size_t empty_spans;        /* on the spares list */
     uint8_t fetched;           /* cc_fetch came since the last idle sweep */
-    uint8_t touched;           /* ever fetched from or given batches (the idle sweep skips the others) */
+    uint8_t touched;           /* ever fetched from (the idle sweep skips the others) */
     cc_batch *batches;         /* its CC_TRANSFER_MAX_BATCHES rows, in cc_bucket_rows */
 } HC_CACHE_ALIGNED cc_bucket;
 
@@ -62,6 +62,26 @@ extern cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHE
 /* cc_buckets[shard][cls]: each class's CC_SHARDS buckets (transfer_cache.h). */
 extern cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
 
+/* What each shard keeps of its own beyond its buckets, each on a line of
+ * its own: where its next new span goes, the page after its last one
+ * (pc_alloc_span_placed, under the page cache lock), so that each shard's
+ * spans, of every class, lie together and apart from the other shards';
+ * and its credit of the spares' total (atomic). */
+typedef struct cc_shard_place {
+    uintptr_t next_page;
+    size_t spare_credit; /* of the spares' total, drawn and not yet used (cc_spare_charge) */
+} HC_CACHE_ALIGNED cc_shard_place;
+extern cc_shard_place cc_shard_places[CC_SHARDS];
+
+/* The spares' total for all classes (CC_SPARE_BYTES_TOTAL): a spare beyond
+ * its bucket's first is charged `bytes` against it, 1 if the total has
+ * room, else 0 (nothing charged); a refund gives them back. Under the
+ * bucket's lock, but other shards' buckets charge the same total
+ * (central_shards.c: each shard draws on it in chunks). */
+int cc_spare_charge(const cc_bucket *bucket, size_t bytes);
+#define CC_SPARE_CREDIT_BYTES ((size_t)256 << 10) /* a shard's draw */
+void cc_spare_refund(const cc_bucket *bucket, size_t bytes);
+
 /* The calling thread's bucket of class `cls` (the buckets are set up on the
  * first call into the central cache). */
 cc_bucket *cc_bucket_of(unsigned cls);
@@ -72,19 +92,16 @@ cc_bucket *cc_shard_bucket(unsigned shard, unsigned cls);
 /* Takes a bucket's lock, counted per class by the trace build. */
 HC_INLINE void cc_lock_bucket(cc_bucket *bucket) { HC_TRACE_LOCK_ACQUIRE(&bucket->lock, bucket->size_class); }
 
-/* The bucket holds, or may hold, something the idle sweep must see. The
- * lock is held; the sweep reads `touched` without it, and most buckets
- * (classes a shard's threads never use) stay untouched and unvisited. */
-HC_INLINE void cc_note_touched(cc_bucket *bucket) {
-    if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
-        __atomic_store_n(&bucket->touched, 1, __ATOMIC_RELAXED);
-}
-
 /* A fetch came to the bucket (its lock held): not idle, so the next sweep
- * leaves it alone. */
+ * leaves it alone. The bucket is `touched` from then on: it may hold what
+ * the idle sweep must see. Only a fetch makes it so: objects come home to
+ * a bucket only from spans a fetch there carved. The sweep reads `touched`
+ * without the lock, and most buckets (classes a shard's threads never use)
+ * stay untouched and unvisited. */
 HC_INLINE void cc_note_fetched(cc_bucket *bucket) {
     bucket->fetched = 1;
-    cc_note_touched(bucket);
+    if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
+        __atomic_store_n(&bucket->touched, 1, __ATOMIC_RELAXED);
 }
 
 /* free_objects changes under the lock, and cc_fetch peeks at it without

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -26,6 +27,7 @@ extern "C" {
 #include "common/os.h"
 #include "stage1_threadcache/thread_cache.h"
 #include "stage2_centralcache/central_cache.h"
+#include "stage3_pagecache/central_cache_internal.h"
 #include "stage3_pagecache/transfer_cache.h"
 }
 
@@ -260,6 +262,29 @@ TEST(SpanRefcount, SparesBeyondEachClasssFirstStayWithinOneTotal) {
     cc_give_back_cached();
     EXPECT_EQ(cc_spare_bytes_beyond_first(), 0u) << "spares given back leave the total";
     EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// The spares' total is drawn on by each shard in chunks of
+// CC_SPARE_CREDIT_BYTES (central_shards.c), so that spans emptying and
+// filling in two threads do not both change one counter each time: the
+// total still counts exactly what is charged, a shard's draws are whole
+// chunks, and what a shard has drawn and not used stays under two chunks.
+TEST(SpanRefcount, EachShardDrawsOnTheSparesTotalInChunks) {
+    const unsigned shard = CC_SHARDS - 1;
+    const cc_bucket *bucket = cc_shard_bucket(shard, sc_index(1200));
+    auto drawn = [] {  // what the shards have drawn: charged plus their credits
+        size_t total = cc_spare_bytes_beyond_first();
+        for (unsigned s = 0; s < CC_SHARDS; s++) total += __atomic_load_n(&cc_shard_places[s].spare_credit, __ATOMIC_RELAXED);
+        return total;
+    };
+    const size_t page = HC_PAGE_SIZE, n = 3 * CC_SPARE_CREDIT_BYTES / page + 1;
+    const size_t charged_before = cc_spare_bytes_beyond_first(), drawn_before = drawn();
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(cc_spare_charge(bucket, page), 1);
+    EXPECT_EQ(cc_spare_bytes_beyond_first(), charged_before + n * page) << "the total counts what is charged";
+    EXPECT_EQ((drawn() - drawn_before) % CC_SPARE_CREDIT_BYTES, 0u) << "drawn in whole chunks";
+    for (size_t i = 0; i < n; i++) cc_spare_refund(bucket, page);
+    EXPECT_EQ(cc_spare_bytes_beyond_first(), charged_before);
+    EXPECT_LE(cc_shard_places[shard].spare_credit, 2 * CC_SPARE_CREDIT_BYTES) << "at most two chunks kept unused";
 }
 
 // A class of objects above CC_SPARES_MAX_SIZE keeps one spare: its second
@@ -876,35 +901,130 @@ TEST(Shards, AThreadTakesItsOwnSpansObjectsBeforeAnotherShardsBatches) {
     EXPECT_EQ(Bucket(cls).span_bytes, 0u);
 }
 
-// A thread whose shard has nothing of a class takes another shard's whole
-// batches before it carves a span: a consumer's frees reach its producer
-// as rows of pointers, and no memory sits in one shard while another grows.
-TEST(Shards, AThreadWithNothingTakesAnotherShardsBatchesBeforeCarving) {
+// A thread whose shard has nothing of a class carves a span rather than
+// take another shard's batches while that transfer cache is not full: they
+// are its own threads' to fetch back (two threads of `hold` that took each
+// other's wrote lines the other had just written).
+TEST(Shards, AThreadWithNothingLeavesAnotherShardsBatchesThatAreNotFull) {
     const unsigned cls = sc_index(448);
     const uint32_t batch = sc_batch(cls);
     ShardThread a, b;
     ASSERT_NE(a.shard(), b.shard());
-    std::vector<void *> objs, taken;
+    std::vector<void *> objs, taken, again;
     a.Run([&] {
         objs = Fetch(cls, batch);
         ReturnChain(cls, objs);
     });
-    const size_t span_bytes = Bucket(cls).span_bytes;
     ASSERT_EQ(Shard(a.shard(), cls).batches, 1u);
+    ASSERT_LT(1u, cc_transfer_capacity(cls));
     b.Run([&] { taken = FetchChain(cls, batch); });
-    EXPECT_EQ(AsSet(taken), AsSet(objs)) << "thread b got thread a's batch";
+    EXPECT_TRUE(std::none_of(taken.begin(), taken.end(), [&](void *p) { return AsSet(objs).count(p); }))
+        << "thread b carved its own";
+    EXPECT_EQ(Shard(a.shard(), cls).batches, 1u) << "thread a's batch left alone";
+    a.Run([&] { again = FetchChain(cls, batch); });
+    EXPECT_EQ(AsSet(again), AsSet(objs)) << "thread a fetched it back";
+    a.Run([&] { ReturnChain(cls, again); });
+    b.Run([&] { ReturnChain(cls, taken); });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+}
+
+// A full transfer cache is surplus its shard's threads do not take back (a
+// consumer's, or a thread's that exited): a thread whose shard has nothing
+// takes a trip of it before it carves a span, and no memory sits in one
+// shard while another grows.
+TEST(Shards, AThreadWithNothingTakesAFullTransferCachesBatchesBeforeCarving) {
+    const unsigned cls = sc_index(7000);
+    const uint32_t batch = sc_batch(cls), capacity = cc_transfer_capacity(cls);
+    ShardThread a, b;
+    ASSERT_NE(a.shard(), b.shard());
+    std::vector<void *> objs, taken;
+    a.Run([&] {
+        objs = Fetch(cls, batch * capacity);
+        for (uint32_t i = 0; i < capacity; i++)
+            ReturnChain(cls, std::vector<void *>(objs.begin() + i * batch, objs.begin() + (i + 1) * batch));
+    });
+    ASSERT_EQ(Shard(a.shard(), cls).batches, capacity);
+    const size_t span_bytes = Bucket(cls).span_bytes;
+    b.Run([&] { taken = FetchChain(cls, batch); });
+    ASSERT_EQ(taken.size(), batch);
+    EXPECT_TRUE(std::all_of(taken.begin(), taken.end(), [&](void *p) { return AsSet(objs).count(p); }))
+        << "thread b got thread a's objects";
     EXPECT_EQ(Bucket(cls).span_bytes, span_bytes) << "and carved no span";
     b.Run([&] { ReturnChain(cls, taken); });
     cc_give_back_cached();
     EXPECT_EQ(Bucket(cls).span_bytes, 0u);
 }
 
-// Batches that a thread gives back to its shard, whose class it never
-// fetches (a consumer's frees), go back to their spans in the idle sweep
-// like any idle class's: the sweep visits only buckets it knows are used,
-// and a bucket that has only been given batches is one. In a process of
-// its own (a death test, run "threadsafe": the binary again, this test
-// alone), where no earlier test has used the class in any shard.
+// A batch another thread gives back goes to the transfer cache of the shard
+// its objects came from, whoever gives it: a consumer's frees wait for
+// their producer in the producer's own transfer cache, the first place its
+// fetch looks, as rows of pointers.
+TEST(Shards, AConsumersBatchGoesHomeToItsProducersTransferCache) {
+    const unsigned cls = sc_index(2000);
+    const uint32_t batch = sc_batch(cls);
+    ShardThread producer, consumer;
+    ASSERT_NE(producer.shard(), consumer.shard());
+    std::vector<void *> objs, again;
+    producer.Run([&] { objs = Fetch(cls, batch); });
+    consumer.Run([&] { ReturnChain(cls, objs); });
+    EXPECT_EQ(Shard(producer.shard(), cls).batches, 1u) << "home, in the producer's shard";
+    EXPECT_EQ(Shard(consumer.shard(), cls).batches, 0u);
+    producer.Run([&] { again = FetchChain(cls, batch); });
+    EXPECT_EQ(AsSet(again), AsSet(objs)) << "the producer's next fetch got them";
+    producer.Run([&] { ReturnChain(cls, again); });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+}
+
+// Each shard's new spans follow one another in the address space, apart
+// from another shard's (pc_alloc_span_placed), whatever order the two
+// threads carve in: with one place for all, two threads that carved in
+// turn got every other page, and their objects' lines met at each edge
+// (`hold` at two threads ran 2.5 times slower than two processes).
+TEST(Shards, EachShardsSpansLieTogetherApartFromAnothers) {
+    const unsigned cls = sc_index(4000);
+    cc_give_back_cached();
+    ShardThread a, b;
+    ASSERT_NE(a.shard(), b.shard());
+    std::vector<void *> objs_a, objs_b;
+    const uint32_t per_span = (uint32_t)((sc_span_pages(cls) << HC_PAGE_SHIFT) / sc_size(cls));
+    for (int i = 0; i < 6; i++) {  // each fetch empties a new span
+        a.Run([&] {
+            std::vector<void *> got = Fetch(cls, per_span);
+            objs_a.insert(objs_a.end(), got.begin(), got.end());
+        });
+        b.Run([&] {
+            std::vector<void *> got = Fetch(cls, per_span);
+            objs_b.insert(objs_b.end(), got.begin(), got.end());
+        });
+    }
+    auto spans_of = [](const std::vector<void *> &objs) {
+        std::map<uintptr_t, uintptr_t> spans;  // start page -> end page
+        for (void *p : objs) spans[pc_span_of(p)->start_page] = span_end_page(pc_span_of(p));
+        return spans;
+    };
+    const auto spans_a = spans_of(objs_a), spans_b = spans_of(objs_b);
+    for (const auto *spans : {&spans_a, &spans_b}) {
+        EXPECT_EQ(spans->size(), 6u);
+        for (auto it = spans->begin(); std::next(it) != spans->end(); ++it)
+            EXPECT_EQ(std::next(it)->first, it->second) << "a shard's spans follow one another";
+    }
+    for (const auto &[start, end] : spans_a)
+        for (const auto &[other_start, other_end] : spans_b)
+            EXPECT_TRUE(end != other_start && other_end != start) << "no span of one shard touches the other's";
+    a.Run([&] { ReturnChain(cls, objs_a); });
+    b.Run([&] { ReturnChain(cls, objs_b); });
+    cc_give_back_cached();
+    EXPECT_EQ(Bucket(cls).span_bytes, 0u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// Batches given back to a shard whose threads stopped fetching the class (a
+// consumer's frees of its producer's objects, once the producer is idle)
+// go back to their spans in the idle sweep like any idle class's. In a
+// process of its own (a death test, run "threadsafe": the binary again,
+// this test alone), where no earlier test has used the class in any shard.
 int ConsumerBatchGoesBackInTheSweep() {
     const unsigned cls = sc_index(640), grower = sc_index(40 << 10);
     ShardThread producer, consumer;
@@ -912,10 +1032,10 @@ int ConsumerBatchGoesBackInTheSweep() {
     std::vector<void *> objs;
     producer.Run([&] { objs = Fetch(cls, sc_batch(cls)); });
     consumer.Run([&] { ReturnChain(cls, objs); });
-    if (Shard(consumer.shard(), cls).batches != 1) return 3;
+    if (Shard(producer.shard(), cls).batches != 1 || Shard(consumer.shard(), cls).batches != 0) return 3;
     for (size_t pages = 0; pages < 3 * CC_SWEEP_PAGES; pages += sc_span_pages(grower))
         if (Fetch(grower, 1).size() != 1) return 4;  // one object per span: a new span each, kept
-    if (Shard(consumer.shard(), cls).batches != 0) return 5;  // the consumer's batch stayed
+    if (Shard(producer.shard(), cls).batches != 0) return 5;  // the batch stayed
     if (Bucket(cls).span_bytes != 0) return 6;                // its span, empty then, stayed
     return 0;
 }
@@ -923,7 +1043,40 @@ int ConsumerBatchGoesBackInTheSweep() {
 TEST(ShardsDeathTest, BatchesInAShardNobodyFetchesFromGoBackInTheSweep) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(exit(ConsumerBatchGoesBackInTheSweep()), testing::ExitedWithCode(0), "")
-        << "exit 5: the consumer's batch stayed in its shard; 6: its span was not given back";
+        << "exit 3: the batch did not go home to the producer's shard; 5: it stayed there; "
+           "6: its span was not given back";
+}
+
+// When the page cache has no span to give (the OS refuses memory), a thread
+// whose shard has nothing takes any other shard's batches, full or not,
+// before it reports ENOMEM. In a process of its own: its heap's free pages
+// are taken first, so that the next span would need a new region.
+int BatchesAreTakenWhenNoSpanCanBeHad() {
+    const unsigned cls = sc_index(8000);
+    ShardThread a, b;
+    if (a.shard() == b.shard()) return 2;
+    std::vector<void *> objs, taken;
+    a.Run([&] {
+        objs = Fetch(cls, sc_batch(cls));
+        ReturnChain(cls, objs);
+    });
+    if (Shard(a.shard(), cls).batches != 1 || cc_transfer_capacity(cls) < 2) return 3;
+    std::vector<hc_span *> free_spans;  // every free page, taken
+    for (pc_census c = Census(); c.free_pages > 0; c = Census())
+        free_spans.push_back(pc_alloc_span(c.largest_free_pages, 0));
+    os_fail_next_maps(1000);
+    b.Run([&] { taken = FetchChain(cls, sc_batch(cls)); });
+    os_fail_next_maps(0);
+    if (AsSet(taken) != AsSet(objs)) return 4;
+    b.Run([&] { ReturnChain(cls, taken); });
+    for (hc_span *span : free_spans) pc_free_span(span);
+    return 0;
+}
+
+TEST(ShardsDeathTest, AnotherShardsBatchesAreTakenWhenNoSpanCanBeHad) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(exit(BatchesAreTakenWhenNoSpanCanBeHad()), testing::ExitedWithCode(0), "")
+        << "exit 4: thread b did not get thread a's batch when no span could be had";
 }
 
 std::atomic<int> held_lock_seen{0};

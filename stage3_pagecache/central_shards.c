@@ -1,10 +1,13 @@
 /* stage3_pagecache/central_shards.c — layer 2 on the page cache: the
  * central buckets themselves, CC_SHARDS of them per class
- * (transfer_cache.h), their set-up, and which shard each thread uses.
+ * (transfer_cache.h), their set-up, which shard each thread uses, and
+ * where each shard's next span goes and its draw on the spares' total.
  * Apart from central_cache.c, which moves objects through the buckets, so
  * that a reader of the mechanism reads it alone.
  * May touch: the buckets' set-up (once, before any bucket is used); the
- * calling thread's shard (its own TLS byte, and the round-robin counter). */
+ * calling thread's shard (its own TLS byte, and the round-robin counter);
+ * a shard's place (under the page cache lock: pc_alloc_span_placed); the
+ * spares' total and each shard's credit of it (atomics). */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -17,6 +20,7 @@
 #include "stage3_pagecache/transfer_cache.h"
 
 cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
+cc_shard_place cc_shard_places[CC_SHARDS];
 cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHES];
 static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
 
@@ -59,3 +63,63 @@ cc_bucket *cc_bucket_of(unsigned cls) { return cc_shard_bucket(cc_current_shard(
 hc_lock *cc_bucket_lock(unsigned cls) { return &cc_bucket_of(cls)->lock; }
 
 hc_lock *cc_shard_lock(unsigned shard, unsigned cls) { return &cc_shard_bucket(shard, cls)->lock; }
+
+/* ---- The spares' total, drawn on in chunks --------------------------------
+ * One counter for all classes and shards is what makes the worst case one
+ * figure (CC_SPARE_BYTES_TOTAL), but a span that empties or is reused
+ * changes it, and `hold` at two threads does that thousands of times a
+ * round: the counter's line then moved between the cores each time (at
+ * two threads, most of cc_take's time was that one locked add). So each
+ * shard draws CC_SPARE_CREDIT_BYTES at a time and charges its spares to that
+ * credit, under its own line; the total counts what the shards have drawn,
+ * never less than what they keep, and each holds at most twice the chunk
+ * unused. */
+
+/* Bytes the shards have drawn from the total: their spares and credits. */
+static struct {
+    size_t bytes;
+} HC_CACHE_ALIGNED cc_spares_drawn;
+
+static size_t *cc_credit_of(const cc_bucket *bucket) {
+    return &cc_shard_places[(size_t)(bucket - &cc_buckets[0][0]) / HC_NUM_CLASSES].spare_credit;
+}
+
+/* Draws `bytes` from the total: 1, or 0 and nothing drawn if it has no room. */
+static int cc_spares_draw(size_t bytes) {
+    if (__atomic_add_fetch(&cc_spares_drawn.bytes, bytes, __ATOMIC_RELAXED) <= CC_SPARE_BYTES_TOTAL)
+        return 1;
+    __atomic_sub_fetch(&cc_spares_drawn.bytes, bytes, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int cc_spare_charge(const cc_bucket *bucket, size_t bytes) {
+    size_t *credit = cc_credit_of(bucket);
+    size_t have = __atomic_load_n(credit, __ATOMIC_RELAXED);
+    while (have >= bytes)
+        if (__atomic_compare_exchange_n(credit, &have, have - bytes, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return 1;
+    /* A chunk, or near the total just what is asked. */
+    if (bytes < CC_SPARE_CREDIT_BYTES && cc_spares_draw(CC_SPARE_CREDIT_BYTES)) {
+        __atomic_add_fetch(credit, CC_SPARE_CREDIT_BYTES - bytes, __ATOMIC_RELAXED);
+        return 1;
+    }
+    return cc_spares_draw(bytes);
+}
+
+void cc_spare_refund(const cc_bucket *bucket, size_t bytes) {
+    size_t *credit = cc_credit_of(bucket);
+    size_t have = __atomic_add_fetch(credit, bytes, __ATOMIC_RELAXED);
+    while (have > 2 * CC_SPARE_CREDIT_BYTES)
+        if (__atomic_compare_exchange_n(credit, &have, have - CC_SPARE_CREDIT_BYTES, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_sub_fetch(&cc_spares_drawn.bytes, CC_SPARE_CREDIT_BYTES, __ATOMIC_RELAXED);
+            return;
+        }
+}
+
+size_t cc_spare_bytes_beyond_first(void) {
+    size_t credits = 0;
+    for (unsigned shard = 0; shard < CC_SHARDS; shard++)
+        credits += __atomic_load_n(&cc_shard_places[shard].spare_credit, __ATOMIC_RELAXED);
+    return __atomic_load_n(&cc_spares_drawn.bytes, __ATOMIC_RELAXED) - credits;
+}

@@ -1,12 +1,13 @@
 // stage3_pagecache/lock_order_test.cc — the lock order of page_cache.h,
 // at every entry into the page cache: no bucket lock is held when
-// pc_alloc_span or pc_free_span is called. The page cache takes its own
+// pc_alloc_span, pc_alloc_span_placed (the central cache's new spans) or
+// pc_free_span is called. The page cache takes its own
 // lock and may map from the OS under it; a thread that enters it with a
 // bucket lock held makes every thread of that class wait (and a thread
 // already in the page cache that needs the bucket deadlocks).
 //
-// This binary links with -Wl,--wrap=pc_alloc_span,--wrap=pc_free_span
-// (BUILD): every call from another object file reaches the __wrap_
+// This binary links with -Wl,--wrap=pc_alloc_span,--wrap=pc_alloc_span_placed,
+// --wrap=pc_free_span (BUILD): every call from another object file reaches the __wrap_
 // functions below first, which count the bucket locks that are busy
 // (tests/lock_probe.h: in a one-thread test, busy means held by this
 // thread). central_cache_test's os_map observer sees only the calls that
@@ -29,6 +30,7 @@ namespace {
 
 std::atomic<int> entries_with_a_bucket_lock{0};
 std::atomic<int> page_cache_entries{0};
+std::atomic<int> placed_entries{0};
 std::atomic<bool> watch_entries{false};
 
 void NoteEntry() {
@@ -45,6 +47,12 @@ void __real_pc_free_span(hc_span *span);
 hc_span *__wrap_pc_alloc_span(size_t pages, unsigned size_class) {
     NoteEntry();
     return __real_pc_alloc_span(pages, size_class);
+}
+hc_span *__real_pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page);
+hc_span *__wrap_pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page) {
+    NoteEntry();
+    if (watch_entries.load()) placed_entries++;
+    return __real_pc_alloc_span_placed(pages, size_class, next_page);
 }
 void __wrap_pc_free_span(hc_span *span) {
     NoteEntry();
@@ -71,8 +79,9 @@ TEST(LockOrder, ThePageCacheIsNeverEnteredWithABucketLockHeld) {
         watch_entries = false;
     }).join();
     EXPECT_GT(page_cache_entries.load(), 0) << "the wrap saw no call: check the BUILD's linkopts";
+    EXPECT_GT(placed_entries.load(), 0) << "the central cache's new spans went unwatched: check the linkopts";
     EXPECT_EQ(entries_with_a_bucket_lock.load(), 0)
-        << "pc_alloc_span or pc_free_span was called with a bucket lock held: the page cache "
+        << "the page cache was entered with a bucket lock held: it "
            "takes its own lock (and may map), so give spans back after the bucket lock is dropped";
 }
 

@@ -514,22 +514,9 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
     return size_class == 0 && pages >= (PC_DIRECT_MAP_BYTES >> HC_PAGE_SHIFT);
 }
 
-/* Where in free span `s` a large block of `pages` pages goes: at its end
- * when that end is the heap's edge (nothing mapped after it) and its start
- * touches a block, else at its start. Blocks then gather at the edges and
- * the free pages stay one span between them: with two large blocks live,
- * the one freed merges with all the free pages, where a block cut from the
- * front of what the other left lands in the middle and splits the heap in
- * two, neither of which may hold the next block. */
-static uintptr_t large_block_start(const hc_span *s, size_t pages) {
-    uintptr_t end = span_end_page(s);
-    if (pages > (HC_MAX_SMALL_SIZE >> HC_PAGE_SHIFT) && s->page_count > pages && pm_lookup(end) == NULL &&
-        s->start_page > 0 && pm_lookup(s->start_page - 1) != NULL)
-        return end - pages;
-    return s->start_page;
-}
+hc_span *pc_alloc_span(size_t pages, unsigned size_class) { return pc_alloc_span_placed(pages, size_class, NULL); }
 
-hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
+hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page) {
     HC_TRACE(HC_TRACE_SPAN_CARVE, size_class);
     if (pages == 0 || pages > PC_MAX_PAGES) {
         errno = ENOMEM;
@@ -540,7 +527,9 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call();
-    hc_span *s = free_span_find(pages);
+    hc_span *s = next_page != NULL ? free_span_starting_at(*next_page) : NULL;
+    if (s == NULL || s->page_count < pages)
+        s = free_span_find(pages);
     if (s == NULL) {
         if (heap_extend(pages) != 0 && heap_grow(pages) != 0) {
             hc_lock_unlock(&pc_lock);
@@ -549,9 +538,17 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
         s = free_span_find(pages); /* cannot fail: the longest span, or the new region, is long enough */
     }
     free_span_remove(s);
-    s = free_span_carve(s, size_class == 0 ? large_block_start(s, pages) : s->start_page, pages);
-    if (s != NULL)
+    uintptr_t at = s->start_page;
+    if (size_class == 0)
+        at = pc_large_block_start(s, pages);
+    else if (next_page != NULL && at != *next_page && s->page_count >= pages + 2 * PC_PLACEMENT_GAP)
+        at += PC_PLACEMENT_GAP; /* a place of its own for a caller that has none (page_cache.h) */
+    s = free_span_carve(s, at, pages);
+    if (s != NULL) {
         span_hand_out(s, size_class);
+        if (next_page != NULL)
+            *next_page = span_end_page(s);
+    }
     pc_policy_after_call();
     hc_lock_unlock(&pc_lock);
     if (s == NULL)
@@ -640,12 +637,4 @@ void pc_free_span(hc_span *s) {
 
 /* Resizing a large block in place (realloc): page_cache_resize.c. */
 
-/* ---- Stats (the census, the check and the heap walk: page_cache_check.c) ---------- */
-
-void pc_collect_stats(hc_stats *out) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    out->page_cache_free_bytes += (pc_totals.free_pages - pc_totals.released_pages) << HC_PAGE_SHIFT;
-    out->released_bytes += pc_totals.released_pages << HC_PAGE_SHIFT;
-    out->bytes_in_use += (pc_totals.large_pages + pc_totals.direct_pages) << HC_PAGE_SHIFT;
-    hc_lock_unlock(&pc_lock);
-}
+/* ---- Stats, the census, the check and the heap walk: page_cache_check.c ---------- */

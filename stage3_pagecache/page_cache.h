@@ -69,6 +69,22 @@
  * size_class is 0. NULL with errno = ENOMEM when the OS refuses memory. */
 hc_span *pc_alloc_span(size_t pages, unsigned size_class);
 
+/* pc_alloc_span for a caller that carves small spans one after another and
+ * wants them together: each central-cache shard, so that one thread's
+ * objects do not sit on the page next to another's (two threads whose
+ * spans alternated page by page ran much slower than two processes:
+ * docs/stage3.md, "A place of its own"). `*next_page` is where the
+ * caller's last span ended (0 at first): the span is cut there when a free
+ * span long enough starts there; else from the best fit as usual, but
+ * PC_PLACEMENT_GAP pages into it when it leaves that many free after the
+ * span too, so that the next caller without a place of its own takes the
+ * pages before it, not the ones that follow. Then `*next_page` is the new
+ * span's end. Under the page cache lock: a shard's threads may share
+ * `*next_page`. */
+hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page);
+/* 16 pages (128 KiB): room for a second caller's first spans before the
+ * first caller's, and a free span that any small span fits in. */
+#define PC_PLACEMENT_GAP 16
 /* A SPAN_LARGE span of `pages` pages whose start is a multiple of
  * `align_pages` pages (a power of two). */
 hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages);

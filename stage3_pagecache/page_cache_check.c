@@ -1,5 +1,5 @@
 /* stage3_pagecache/page_cache_check.c — layer 3: the page cache seen from
- * outside, read only: the census of its counters, the consistency check
+ * outside, read only: the stats and the census of its counters, the consistency check
  * that tests and debug checks run (pc_check), and the walk of every span
  * in address order that the heap map draws (pc_visit_spans). Apart from
  * page_cache.c, which changes the free spans, so that a reader of the page
@@ -14,6 +14,14 @@
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/page_cache_internal.h"
 #include "stage3_pagecache/span_treap.h"
+
+void pc_collect_stats(hc_stats *out) {
+    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    out->page_cache_free_bytes += (pc_totals.free_pages - pc_totals.released_pages) << HC_PAGE_SHIFT;
+    out->released_bytes += pc_totals.released_pages << HC_PAGE_SHIFT;
+    out->bytes_in_use += (pc_totals.large_pages + pc_totals.direct_pages) << HC_PAGE_SHIFT;
+    hc_lock_unlock(&pc_lock);
+}
 
 void pc_get_census(pc_census *out) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);

@@ -52,6 +52,10 @@ void free_span_merge_insert(hc_span *s);
  * with nothing changed and errno as it was. */
 int heap_map_at(uintptr_t page, size_t pages);
 
+/* Where in free span `s` a large block of `pages` pages starts
+ * (page_cache_resize.c, which places and resizes large blocks). */
+uintptr_t pc_large_block_start(const hc_span *s, size_t pages);
+
 /* The longest free span, or NULL. */
 hc_span *pc_free_span_longest(void);
 

@@ -1,6 +1,7 @@
-/* stage3_pagecache/page_cache_resize.c — layer 3: a large block resized in
- * place, for realloc (page_cache.h: pc_grow_span_in_place,
- * pc_shrink_span_in_place). A block grows into the free span right after
+/* stage3_pagecache/page_cache_resize.c — layer 3: where a large block is
+ * placed (pc_large_block_start), and a large block resized in place, for
+ * realloc (page_cache.h: pc_grow_span_in_place, pc_shrink_span_in_place).
+ * A block grows into the free span right after
  * it, or, at the heap's edge, into pages mapped right after it; it shrinks
  * by giving its tail back, which merges. Under pc_lock, with the policy's
  * hooks, like every page-cache call.
@@ -11,6 +12,21 @@
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/page_cache_internal.h"
 #include "stage3_pagecache/page_policy.h"
+
+/* Where in free span `s` a large block of `pages` pages goes: at its end
+ * when that end is the heap's edge (nothing mapped after it) and its start
+ * touches a block, else at its start. Blocks then gather at the edges and
+ * the free pages stay one span between them: with two large blocks live,
+ * the one freed merges with all the free pages, where a block cut from the
+ * front of what the other left lands in the middle and splits the heap in
+ * two, neither of which may hold the next block. */
+uintptr_t pc_large_block_start(const hc_span *s, size_t pages) {
+    uintptr_t end = span_end_page(s);
+    if (pages > (HC_MAX_SMALL_SIZE >> HC_PAGE_SHIFT) && s->page_count > pages && pm_lookup(end) == NULL &&
+        s->start_page > 0 && pm_lookup(s->start_page - 1) != NULL)
+        return end - pages;
+    return s->start_page;
+}
 
 int pc_grow_span_in_place(hc_span *s, size_t pages) {
     if (s->direct || pages > PC_MAX_PAGES)

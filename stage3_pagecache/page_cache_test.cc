@@ -212,6 +212,38 @@ TEST(PageCache, SmallSpansKnowTheirObjects) {
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
+// pc_alloc_span_placed: each caller's spans follow one another from where
+// its last one ended, and two callers that ask in turn do not interleave:
+// the first, with no place yet, starts PC_PLACEMENT_GAP pages into the
+// free span it is given, and the second, with none either, is given those
+// pages before it (the shorter free span), not the ones after.
+TEST(PageCache, PlacedSpansOfEachCallerLieTogetherApartFromAnothers) {
+    const unsigned cls = 49;  // one-page spans
+    ASSERT_EQ(sc_span_pages(cls), 1u);
+    uintptr_t place_a = 0, place_b = 0;
+    std::vector<hc_span *> a, b;
+    for (int i = 0; i < 8; i++) {
+        a.push_back(pc_alloc_span_placed(1, cls, &place_a));
+        b.push_back(pc_alloc_span_placed(1, cls, &place_b));
+        ASSERT_NE(a.back(), nullptr);
+        ASSERT_NE(b.back(), nullptr);
+        EXPECT_EQ(a.back()->state, SPAN_SMALL);
+    }
+    EXPECT_EQ(place_a, span_end_page(a.back())) << "the caller's place moves to its span's end";
+    for (const auto *spans : {&a, &b})
+        for (size_t i = 1; i < spans->size(); i++)
+            EXPECT_EQ((*spans)[i]->start_page, span_end_page((*spans)[i - 1])) << "one after another";
+    EXPECT_EQ(a.front()->start_page, span_end_page(b.back()) + (PC_PLACEMENT_GAP - b.size()))
+        << "the second caller took the pages before the first's place";
+    for (hc_span *x : a)
+        for (hc_span *y : b)
+            EXPECT_TRUE(span_end_page(x) != y->start_page && span_end_page(y) != x->start_page)
+                << "no span of one caller touches the other's";
+    for (hc_span *x : a) pc_free_span(x);
+    for (hc_span *y : b) pc_free_span(y);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
 TEST(PageCache, AlignedSpansStartOnTheirAlignment) {
     std::vector<hc_span *> spans;
     for (size_t align = 2; align <= 1024; align *= 2) {

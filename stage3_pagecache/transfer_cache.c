@@ -34,7 +34,6 @@ static int cc_transfer_looks_full(cc_bucket *bucket) {
  * returns how many. The lock is held for a copy of the rows. */
 static uint32_t cc_transfer_push(cc_bucket *bucket, void *const *objects, uint32_t batch, uint32_t rows) {
     cc_lock_bucket(bucket);
-    cc_note_touched(bucket);
     uint32_t room = bucket->batch_capacity - bucket->batch_count;
     uint32_t pushed = rows < room ? rows : room;
     for (uint32_t r = 0; r < pushed; r++) {

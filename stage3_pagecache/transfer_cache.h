@@ -37,16 +37,19 @@
  * transfer cache, spans and spares. A thread uses one of them for all its
  * fetches and returns (cc_current_shard: given round robin when the thread
  * first reaches the central cache), and a span belongs to the shard that
- * carved it (span.h, `shard`): an object that overflows to the spans goes
- * home to its span's bucket, whoever frees it. So a thread that frees what
- * it allocated (most threads, most of the time) fetches back its own
- * objects, from its own spans, under a lock no other thread takes: with
- * one bucket per class, two threads of the bench's `hold` swapped their
- * objects through it, each refill taking lines the other core had just
- * written. A fetch that finds nothing in its own shard takes whole batches
- * from another shard's transfer cache before it carves a span (a consumer
- * thread's frees reach the producer that way, under one lock a trip), so
- * what moves between threads still moves as rows of pointers. How many:
+ * carved it (span.h, `shard`), among that shard's other spans in the
+ * address space (pc_alloc_span_placed). Objects given back go home to
+ * their span's shard, whoever frees them: whole batches to its transfer
+ * cache (the batch's first object decides), the rest to the spans. So a
+ * thread that frees what it allocated (most threads, most of the time)
+ * fetches back its own objects, from its own pages, under a lock no other
+ * thread takes: with one bucket per class, two threads of the bench's
+ * `hold` swapped their objects through it, each refill taking lines the
+ * other core had just written. A consumer thread's frees reach their
+ * producer as rows of pointers in the producer's own transfer cache, under
+ * one lock a trip. A fetch that finds nothing in its own shard takes from
+ * another shard's transfer cache only when that one is full (its threads
+ * stopped fetching), else carves. How many:
  * enough that two threads, or a program's main thread and two workers,
  * never share one; more threads than shards share them round robin, each
  * bucket lock seeing its share of what one lock per class saw. */
