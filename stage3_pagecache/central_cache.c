@@ -312,7 +312,7 @@ static uint32_t cc_fetch_other_shards(unsigned own, unsigned cls, uint32_t want,
  * When its own shard looks empty (a peek without the lock), the full ones
  * come first. A batch in a transfer cache that is not full is for its own
  * threads: two threads of `hold` that took each other's at the end of each
- * round wrote lines the other had just written (docs/stage3.md). */
+ * round wrote lines the other had just written. */
 uint32_t cc_fetch(unsigned cls, uint32_t want, void **first, void **last) {
     HC_TRACE(HC_TRACE_CC_FETCH, cls);
     const unsigned shard = cc_current_shard();

@@ -81,7 +81,7 @@ TEST(LockOrder, ThePageCacheIsNeverEnteredWithABucketLockHeld) {
     EXPECT_GT(page_cache_entries.load(), 0) << "the wrap saw no call: check the BUILD's linkopts";
     EXPECT_GT(placed_entries.load(), 0) << "the central cache's new spans went unwatched: check the linkopts";
     EXPECT_EQ(entries_with_a_bucket_lock.load(), 0)
-        << "the page cache was entered with a bucket lock held: it "
+        << "pc_alloc_span, pc_alloc_span_placed or pc_free_span was called with a bucket lock held: it "
            "takes its own lock (and may map), so give spans back after the bucket lock is dropped";
 }
 

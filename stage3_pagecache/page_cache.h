@@ -72,8 +72,8 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class);
 /* pc_alloc_span for a caller that carves small spans one after another and
  * wants them together: each central-cache shard, so that one thread's
  * objects do not sit on the page next to another's (two threads whose
- * spans alternated page by page ran much slower than two processes:
- * docs/stage3.md, "A place of its own"). `*next_page` is where the
+ * spans alternated page by page ran much slower than two processes, whose
+ * pages are apart). `*next_page` is where the
  * caller's last span ended (0 at first): the span is cut there when a free
  * span long enough starts there; else from the best fit as usual, but
  * PC_PLACEMENT_GAP pages into it when it leaves that many free after the

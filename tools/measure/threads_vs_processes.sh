@@ -24,16 +24,21 @@ cd "$(dirname "$0")/../.."
 before=""
 rounds=3
 scales="5,20"
+usage() {
+    echo "usage: tools/measure/threads_vs_processes.sh [--before LIB] [--rounds N] [--scales LIST]" >&2
+    exit 2
+}
 while [ $# -gt 0 ]; do
     case "$1" in
-        --before) [ $# -ge 2 ] || exit 2; before="$2"; shift 2 ;;
-        --rounds) [ $# -ge 2 ] || exit 2; rounds="$2"; shift 2 ;;
-        --scales) [ $# -ge 2 ] || exit 2; scales="$2"; shift 2 ;;
-        *) echo "usage: tools/measure/threads_vs_processes.sh [--before LIB] [--rounds N] [--scales LIST]" >&2
-           exit 2 ;;
+        --before) [ $# -ge 2 ] || usage; before="$2"; shift 2 ;;
+        --rounds) [ $# -ge 2 ] || usage; rounds="$2"; shift 2 ;;
+        --scales) [ $# -ge 2 ] || usage; scales="$2"; shift 2 ;;
+        *) usage ;;
     esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "threads_vs_processes: --rounds must be a positive number" >&2; exit 2; }
+[[ $scales =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] ||
+    { echo "threads_vs_processes: --scales must be numbers separated by commas" >&2; exit 2; }
 [ -z "$before" ] || [ -f "$before" ] || { echo "threads_vs_processes: no such library: $before" >&2; exit 2; }
 
 bazel build --config=opt //stage4_reclaim:libhcmalloc.so //bench:driver_malloc \
