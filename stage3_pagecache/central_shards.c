@@ -68,12 +68,11 @@ hc_lock *cc_shard_lock(unsigned shard, unsigned cls) { return &cc_shard_bucket(s
  * One counter for all classes and shards is what makes the worst case one
  * figure (CC_SPARE_BYTES_TOTAL), but a span that empties or is reused
  * changes it, and `hold` at two threads does that thousands of times a
- * round: the counter's line then moved between the cores each time (at
- * two threads, most of cc_take's time was that one locked add). So each
- * shard draws CC_SPARE_CREDIT_BYTES at a time and charges its spares to that
- * credit, under its own line; the total counts what the shards have drawn,
- * never less than what they keep, and each holds at most twice the chunk
- * unused. */
+ * round, from every thread of every shard: one line all of them write.
+ * So each shard draws CC_SPARE_CREDIT_BYTES at a time and charges its
+ * spares to that credit, on a line of its own; the total counts what the
+ * shards have drawn, never less than what they keep, and each holds at
+ * most twice the chunk unused. */
 
 /* Bytes the shards have drawn from the total: their spares and credits. */
 static struct {
