@@ -67,11 +67,11 @@ extern cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
  * (pc_alloc_span_placed, under the page cache lock), so that each shard's
  * spans, of every class, lie together and apart from the other shards';
  * and its credit of the spares' total (atomic). */
-typedef struct cc_shard_place {
+typedef struct cc_shard_state {
     uintptr_t next_page;
     size_t spare_credit; /* of the spares' total, drawn and not yet used (cc_spare_charge) */
-} HC_CACHE_ALIGNED cc_shard_place;
-extern cc_shard_place cc_shard_places[CC_SHARDS];
+} HC_CACHE_ALIGNED cc_shard_state;
+extern cc_shard_state cc_shard_states[CC_SHARDS];
 
 /* The spares' total for all classes (CC_SPARE_BYTES_TOTAL): a spare beyond
  * its bucket's first is charged `bytes` against it, 1 if the total has
@@ -79,8 +79,9 @@ extern cc_shard_place cc_shard_places[CC_SHARDS];
  * bucket's lock, but other shards' buckets charge the same total
  * (central_shards.c: each shard draws on it in chunks). */
 int cc_spare_charge(const cc_bucket *bucket, size_t bytes);
-#define CC_SPARE_CREDIT_BYTES ((size_t)256 << 10) /* a shard's draw */
 void cc_spare_refund(const cc_bucket *bucket, size_t bytes);
+/* What a shard draws from the total at a time (it keeps at most two unused). */
+#define CC_SPARE_CREDIT_BYTES ((size_t)256 << 10)
 
 /* The calling thread's bucket of class `cls` (the buckets are set up on the
  * first call into the central cache). */

@@ -274,7 +274,7 @@ TEST(SpanRefcount, EachShardDrawsOnTheSparesTotalInChunks) {
     const cc_bucket *bucket = cc_shard_bucket(shard, sc_index(1200));
     auto drawn = [] {  // what the shards have drawn: charged plus their credits
         size_t total = cc_spare_bytes_beyond_first();
-        for (unsigned s = 0; s < CC_SHARDS; s++) total += __atomic_load_n(&cc_shard_places[s].spare_credit, __ATOMIC_RELAXED);
+        for (unsigned s = 0; s < CC_SHARDS; s++) total += __atomic_load_n(&cc_shard_states[s].spare_credit, __ATOMIC_RELAXED);
         return total;
     };
     const size_t page = HC_PAGE_SIZE, n = 3 * CC_SPARE_CREDIT_BYTES / page + 1;
@@ -284,7 +284,7 @@ TEST(SpanRefcount, EachShardDrawsOnTheSparesTotalInChunks) {
     EXPECT_EQ((drawn() - drawn_before) % CC_SPARE_CREDIT_BYTES, 0u) << "drawn in whole chunks";
     for (size_t i = 0; i < n; i++) cc_spare_refund(bucket, page);
     EXPECT_EQ(cc_spare_bytes_beyond_first(), charged_before);
-    EXPECT_LE(cc_shard_places[shard].spare_credit, 2 * CC_SPARE_CREDIT_BYTES) << "at most two chunks kept unused";
+    EXPECT_LE(cc_shard_states[shard].spare_credit, 2 * CC_SPARE_CREDIT_BYTES) << "at most two chunks kept unused";
 }
 
 // A class of objects above CC_SPARES_MAX_SIZE keeps one spare: its second

@@ -20,7 +20,7 @@
 #include "stage3_pagecache/transfer_cache.h"
 
 cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
-cc_shard_place cc_shard_places[CC_SHARDS];
+cc_shard_state cc_shard_states[CC_SHARDS];
 cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHES];
 static pthread_once_t cc_init_once = PTHREAD_ONCE_INIT;
 
@@ -80,7 +80,7 @@ static struct {
 } HC_CACHE_ALIGNED cc_spares_drawn;
 
 static size_t *cc_credit_of(const cc_bucket *bucket) {
-    return &cc_shard_places[(size_t)(bucket - &cc_buckets[0][0]) / HC_NUM_CLASSES].spare_credit;
+    return &cc_shard_states[(size_t)(bucket - &cc_buckets[0][0]) / HC_NUM_CLASSES].spare_credit;
 }
 
 /* Draws `bytes` from the total: 1, or 0 and nothing drawn if it has no room. */
@@ -119,6 +119,6 @@ void cc_spare_refund(const cc_bucket *bucket, size_t bytes) {
 size_t cc_spare_bytes_beyond_first(void) {
     size_t credits = 0;
     for (unsigned shard = 0; shard < CC_SHARDS; shard++)
-        credits += __atomic_load_n(&cc_shard_places[shard].spare_credit, __ATOMIC_RELAXED);
+        credits += __atomic_load_n(&cc_shard_states[shard].spare_credit, __ATOMIC_RELAXED);
     return __atomic_load_n(&cc_spares_drawn.bytes, __ATOMIC_RELAXED) - credits;
 }

@@ -5,18 +5,7 @@
 # usage: threads_vs_processes_usage_test.sh PATH_TO_THREADS_VS_PROCESSES_SH
 set -uo pipefail
 script=$1
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-expect() { # EXPECTED_TEXT ARGS...: exit status 2, one line on stderr containing the text
-    local expected=$1
-    shift
-    local err status
-    err=$("$script" "$@" 2>&1 >/dev/null)
-    status=$?
-    [ "$status" -eq 2 ] || fail "'$*' exited with $status, not 2: $err"
-    [ "$(wc -l <<<"$err")" -eq 1 ] || fail "'$*' printed more than one line: $err"
-    grep -qF -- "$expected" <<<"$err" || fail "'$*' said '$err', not '$expected'"
-}
+source "$(dirname "$0")/usage_test_lib.sh" # fail, expect
 
 expect "usage: tools/measure/threads_vs_processes.sh" --no-such-option
 expect "usage:" --rounds
