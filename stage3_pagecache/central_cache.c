@@ -89,7 +89,7 @@ static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
  * `carved`). Runs without any lock: nobody else knows the span yet. NULL
  * when the OS refused memory. */
 static hc_span *cc_carve_new_span(unsigned cls, unsigned shard) {
-    hc_span *span = pc_alloc_span_placed(sc_span_pages(cls), cls, &cc_shard_states[shard].next_page);
+    hc_span *span = pc_alloc_span_placed(sc_span_pages(cls), cls, shard);
     if (span == NULL)
         return NULL;
     span->shard = (uint8_t)shard;

@@ -62,13 +62,10 @@ extern cc_batch cc_bucket_rows[CC_SHARDS][HC_NUM_CLASSES][CC_TRANSFER_MAX_BATCHE
 /* cc_buckets[shard][cls]: each class's CC_SHARDS buckets (transfer_cache.h). */
 extern cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
 
-/* What each shard keeps of its own beyond its buckets, each on a line of
- * its own: where its next new span goes, the page after its last one
- * (pc_alloc_span_placed, under the page cache lock), so that each shard's
- * spans, of every class, lie together and apart from the other shards';
- * and its credit of the spares' total (atomic). */
+/* What each shard keeps of its own beyond its buckets, on a line of its
+ * own: its credit of the spares' total (atomic). (Where its next span goes
+ * is the page cache's: each shard is a place, pc_alloc_span_placed.) */
 typedef struct cc_shard_state {
-    uintptr_t next_page;
     size_t spare_credit; /* of the spares' total, drawn and not yet used (cc_spare_charge) */
 } HC_CACHE_ALIGNED cc_shard_state;
 extern cc_shard_state cc_shard_states[CC_SHARDS];

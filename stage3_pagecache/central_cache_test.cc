@@ -981,7 +981,8 @@ TEST(Shards, AConsumersBatchGoesHomeToItsProducersTransferCache) {
 // from another shard's (pc_alloc_span_placed), whatever order the two
 // threads carve in: with one place for all, two threads that carved in
 // turn got every other page, and their objects' lines met at each edge
-// (`hold` at two threads ran 2.5 times slower than two processes).
+// (`hold` at two threads ran 2.5 times slower than two processes). Their
+// records lie apart too (a pool per place).
 TEST(Shards, EachShardsSpansLieTogetherApartFromAnothers) {
     const unsigned cls = sc_index(4000);
     cc_give_back_cached();
@@ -1013,6 +1014,10 @@ TEST(Shards, EachShardsSpansLieTogetherApartFromAnothers) {
     for (const auto &[start, end] : spans_a)
         for (const auto &[other_start, other_end] : spans_b)
             EXPECT_TRUE(end != other_start && other_end != start) << "no span of one shard touches the other's";
+    size_t shared_pairs = 0;
+    for (void *p : objs_a)
+        for (void *q : objs_b) shared_pairs += (uintptr_t)pc_span_of(p) / 128 == (uintptr_t)pc_span_of(q) / 128;
+    EXPECT_EQ(shared_pairs, 0u) << "two shards' span records share a pair of lines (span_records.c)";
     a.Run([&] { ReturnChain(cls, objs_a); });
     b.Run([&] { ReturnChain(cls, objs_b); });
     cc_give_back_cached();

@@ -1,13 +1,12 @@
 /* stage3_pagecache/central_shards.c — layer 2 on the page cache: the
  * central buckets themselves, CC_SHARDS of them per class
  * (transfer_cache.h), their set-up, which shard each thread uses, and
- * where each shard's next span goes and its draw on the spares' total.
+ * each shard's draw on the spares' total.
  * Apart from central_cache.c, which moves objects through the buckets, so
  * that a reader of the mechanism reads it alone.
  * May touch: the buckets' set-up (once, before any bucket is used); the
  * calling thread's shard (its own TLS byte, and the round-robin counter);
- * a shard's place (under the page cache lock: pc_alloc_span_placed); the
- * spares' total and each shard's credit of it (atomics). */
+ * the spares' total and each shard's credit of it (atomics). */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -16,8 +15,13 @@
 #include "common/size_class.h"
 #include "stage2_centralcache/central_cache.h"
 #include "stage3_pagecache/central_cache_internal.h"
+#include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
 #include "stage3_pagecache/transfer_cache.h"
+
+/* Each shard is a place of the page cache's: its spans, and their records,
+ * lie together, apart from the other shards' (pc_alloc_span_placed). */
+_Static_assert(CC_SHARDS <= PC_PLACES, "a place for every shard");
 
 cc_bucket cc_buckets[CC_SHARDS][HC_NUM_CLASSES];
 cc_shard_state cc_shard_states[CC_SHARDS];

@@ -48,11 +48,11 @@ hc_span *__wrap_pc_alloc_span(size_t pages, unsigned size_class) {
     NoteEntry();
     return __real_pc_alloc_span(pages, size_class);
 }
-hc_span *__real_pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page);
-hc_span *__wrap_pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page) {
+hc_span *__real_pc_alloc_span_placed(size_t pages, unsigned size_class, unsigned place);
+hc_span *__wrap_pc_alloc_span_placed(size_t pages, unsigned size_class, unsigned place) {
     NoteEntry();
     if (watch_entries.load()) placed_entries++;
-    return __real_pc_alloc_span_placed(pages, size_class, next_page);
+    return __real_pc_alloc_span_placed(pages, size_class, place);
 }
 void __wrap_pc_free_span(hc_span *span) {
     NoteEntry();

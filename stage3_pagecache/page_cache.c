@@ -39,7 +39,6 @@
 #include "stage3_pagecache/span_treap.h"
 
 hc_lock pc_lock = HC_LOCK_INITIALIZER;
-static hc_pool span_pool = HC_POOL_INITIALIZER(sizeof(hc_span));
 
 /* The free spans and their counts (page_cache_internal.h). */
 hc_span pc_free_lists[PC_MAX_LIST_PAGES + 1];
@@ -57,24 +56,6 @@ void pc_lists_init_once(void) {
         span_list_init(&pc_free_lists[i]);
     free_lists_ready = 1;
     pc_policy_init();
-}
-
-/* ---- Span records ------------------------------------------------------------ */
-
-hc_span *span_new(uintptr_t start_page, size_t pages) {
-    hc_span *s = pool_alloc(&span_pool); /* zeroed */
-    if (s == NULL)
-        return NULL;
-    s->start_page = start_page;
-    s->page_count = pages;
-    return s;
-}
-
-/* A record whose pages now belong to another span. Stale page-map entries
- * may still point at it: SPAN_DEAD tells every reader to ignore it. */
-void span_dead(hc_span *s) {
-    s->state = SPAN_DEAD;
-    pool_free(&span_pool, s);
 }
 
 /* ---- Free lists -------------------------------------------------------------- */
@@ -436,11 +417,11 @@ size_t pc_release_calls(void) {
 
 void pc_lock_all(void) {
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
-    hc_lock_acquire(&span_pool.lock);
+    pc_records_lock_all();
 }
 
 void pc_unlock_all(void) {
-    hc_lock_unlock(&span_pool.lock);
+    pc_records_unlock_all();
     hc_lock_unlock(&pc_lock);
 }
 
@@ -514,9 +495,11 @@ static int wants_direct_map(size_t pages, unsigned size_class) {
     return size_class == 0 && pages >= (PC_DIRECT_MAP_BYTES >> HC_PAGE_SHIFT);
 }
 
-hc_span *pc_alloc_span(size_t pages, unsigned size_class) { return pc_alloc_span_placed(pages, size_class, NULL); }
+hc_span *pc_alloc_span(size_t pages, unsigned size_class) {
+    return pc_alloc_span_placed(pages, size_class, PC_NO_PLACE);
+}
 
-hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page) {
+hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, unsigned place) {
     HC_TRACE(HC_TRACE_SPAN_CARVE, size_class);
     if (pages == 0 || pages > PC_MAX_PAGES) {
         errno = ENOMEM;
@@ -527,11 +510,14 @@ hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next
     HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call();
-    hc_span *s = next_page != NULL ? free_span_starting_at(*next_page) : NULL;
+    pc_place *own = place < PC_NO_PLACE ? &pc_places[place] : NULL;
+    pc_record_place = own != NULL ? place : PC_NO_PLACE; /* span_new draws from its pool meanwhile */
+    hc_span *s = own != NULL ? free_span_starting_at(own->next_page) : NULL;
     if (s == NULL || s->page_count < pages)
         s = free_span_find(pages);
     if (s == NULL) {
         if (heap_extend(pages) != 0 && heap_grow(pages) != 0) {
+            pc_record_place = PC_NO_PLACE;
             hc_lock_unlock(&pc_lock);
             return NULL;
         }
@@ -541,14 +527,16 @@ hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next
     uintptr_t at = s->start_page;
     if (size_class == 0)
         at = pc_large_block_start(s, pages);
-    else if (next_page != NULL && at != *next_page && s->page_count >= pages + 2 * PC_PLACEMENT_GAP)
+    else if (own != NULL && at != own->next_page && s->page_count >= pages + 2 * PC_PLACEMENT_GAP)
         at += PC_PLACEMENT_GAP; /* a place of its own for a caller that has none (page_cache.h) */
     s = free_span_carve(s, at, pages);
-    if (s != NULL) {
-        span_hand_out(s, size_class);
-        if (next_page != NULL)
-            *next_page = span_end_page(s);
+    if (s != NULL && own != NULL) {
+        s = span_record_in_place(s);
+        own->next_page = span_end_page(s);
     }
+    if (s != NULL)
+        span_hand_out(s, size_class);
+    pc_record_place = PC_NO_PLACE;
     pc_policy_after_call();
     hc_lock_unlock(&pc_lock);
     if (s == NULL)

@@ -73,14 +73,19 @@ hc_span *pc_alloc_span(size_t pages, unsigned size_class);
  * wants them together: each central-cache shard, so that one thread's
  * objects do not sit on the page next to another's (two threads whose
  * spans alternated page by page ran much slower than two processes, whose
- * pages are apart). `*next_page` is where the caller's last span ended (0
- * at first): the span is cut there when a free span long enough starts
- * there; else from the best fit as usual, but PC_PLACEMENT_GAP pages into
- * it when it leaves that many free after the span too, so that the next
- * caller without a place of its own takes the pages before it, not the
- * ones that follow. Then `*next_page` is the new span's end. Under the
- * page cache lock: a shard's threads may share `*next_page`. */
-hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, uintptr_t *next_page);
+ * pages are apart). `place` (below PC_PLACES; PC_NO_PLACE is
+ * pc_alloc_span) names the caller. The page cache keeps, for each place,
+ * where its last span ended: the span is cut there when a free span long
+ * enough starts there; else from the best fit as usual, but
+ * PC_PLACEMENT_GAP pages into it when it leaves that many free after the
+ * span too, so that the next caller without a place of its own takes the
+ * pages before it, not the ones that follow. And each place's spans have
+ * their records from a pool of its own (span_records.c), so that two
+ * places' records do not alternate line by line either. */
+hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, unsigned place);
+/* Places: as many as the central cache has shards, or more. */
+#define PC_PLACES   8
+#define PC_NO_PLACE PC_PLACES
 /* 16 pages (128 KiB): room for a second caller's first spans before the
  * first caller's, and a free span that any small span fits in. */
 #define PC_PLACEMENT_GAP 16

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/lock.h"
+#include "common/pool.h"
 #include "stage3_pagecache/page_cache.h"
 
 extern hc_lock pc_lock;
@@ -33,12 +34,33 @@ extern pc_census pc_totals; /* every field but largest_free_pages, kept current 
 /* Sets up the lists' heads and the policy on the first call into the page cache. */
 void pc_lists_init_once(void);
 
-/* ---- page_cache.c's own steps, for page_cache_resize.c ------------------------ */
+/* ---- Span records, a pool per place (span_records.c) ---------------------------- */
+
+/* A place (page_cache.h, pc_alloc_span_placed): the page after its last
+ * span, where its next one is cut, and the pool its spans' records come
+ * from. pc_places[PC_NO_PLACE] is the pool of every other span's record. */
+typedef struct pc_place {
+    uintptr_t next_page;
+    hc_pool records;
+} pc_place;
+extern pc_place pc_places[PC_PLACES + 1];
+/* The place whose pool span_new draws from: PC_NO_PLACE but while
+ * pc_alloc_span_placed cuts a place's span. */
+extern unsigned pc_record_place;
 
 /* A zeroed span record for [start_page, start_page + pages), or NULL. */
 hc_span *span_new(uintptr_t start_page, size_t pages);
 /* Retires a record whose pages now belong to another span (SPAN_DEAD). */
 void span_dead(hc_span *s);
+/* The record of just-cut span `s` (on no list, not yet handed out) in
+ * pc_record_place's pool: `s` itself, or a copy from that pool (`s` dead). */
+hc_span *span_record_in_place(hc_span *s);
+/* For fork: every record pool's lock (pc_lock_all). */
+void pc_records_lock_all(void);
+void pc_records_unlock_all(void);
+
+/* ---- page_cache.c's own steps, for page_cache_resize.c ------------------------ */
+
 /* Takes free span `s` off its list or out of the tree, and out of the counts. */
 void free_span_remove(hc_span *s);
 /* Cuts [at, at + pages) out of free span `s` (already removed); the pieces

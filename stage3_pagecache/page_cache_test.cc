@@ -216,20 +216,20 @@ TEST(PageCache, SmallSpansKnowTheirObjects) {
 // its last one ended, and two callers that ask in turn do not interleave:
 // the first, with no place yet, starts PC_PLACEMENT_GAP pages into the
 // free span it is given, and the second, with none either, is given those
-// pages before it (the shorter free span), not the ones after.
+// pages before it (the shorter free span), not the ones after. (Each test
+// of places uses places no other test in this binary has used.)
 TEST(PageCache, PlacedSpansOfEachCallerLieTogetherApartFromAnothers) {
     const unsigned cls = 49;  // one-page spans
     ASSERT_EQ(sc_span_pages(cls), 1u);
-    uintptr_t place_a = 0, place_b = 0;
+    const unsigned place_a = 0, place_b = 1;
     std::vector<hc_span *> a, b;
     for (int i = 0; i < 8; i++) {
-        a.push_back(pc_alloc_span_placed(1, cls, &place_a));
-        b.push_back(pc_alloc_span_placed(1, cls, &place_b));
+        a.push_back(pc_alloc_span_placed(1, cls, place_a));
+        b.push_back(pc_alloc_span_placed(1, cls, place_b));
         ASSERT_NE(a.back(), nullptr);
         ASSERT_NE(b.back(), nullptr);
         EXPECT_EQ(a.back()->state, SPAN_SMALL);
     }
-    EXPECT_EQ(place_a, span_end_page(a.back())) << "the caller's place moves to its span's end";
     for (const auto *spans : {&a, &b})
         for (size_t i = 1; i < spans->size(); i++)
             EXPECT_EQ((*spans)[i]->start_page, span_end_page((*spans)[i - 1])) << "one after another";
@@ -241,6 +241,52 @@ TEST(PageCache, PlacedSpansOfEachCallerLieTogetherApartFromAnothers) {
                 << "no span of one caller touches the other's";
     for (hc_span *x : a) pc_free_span(x);
     for (hc_span *y : b) pc_free_span(y);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// Two places that carve in turn get their spans' records from pools of
+// their own (span_records.c): no record of one shares a 128-byte pair of
+// lines with the other's, whichever free span each span was cut from,
+// the first time and again once every record has died and been reused.
+TEST(PageCache, EachPlacesSpanRecordsLieApartFromAnothers) {
+    const unsigned cls = 49;  // one-page spans
+    const unsigned place_a = 2, place_b = 3;
+    for (int round = 0; round < 2; round++) {
+        std::vector<hc_span *> a, b;
+        for (int i = 0; i < 64; i++) {
+            a.push_back(pc_alloc_span_placed(1, cls, place_a));
+            b.push_back(pc_alloc_span_placed(1, cls, place_b));
+            ASSERT_NE(a.back(), nullptr);
+            ASSERT_NE(b.back(), nullptr);
+        }
+        size_t shared_pairs = 0;
+        for (hc_span *x : a)
+            for (hc_span *y : b) shared_pairs += (uintptr_t)x / 128 == (uintptr_t)y / 128;
+        EXPECT_EQ(shared_pairs, 0u) << "round " << round;
+        for (hc_span *x : a) pc_free_span(x);
+        for (hc_span *y : b) pc_free_span(y);
+    }
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
+// A record that dies (its span merged into a neighbour) goes back to the
+// pool of the place it came from, where that place's next split finds it:
+// a place that carves and frees over and over maps no more records.
+TEST(PageCache, APlacesRecordsAreReusedByIt) {
+    const unsigned cls = 49;  // one-page spans
+    const unsigned place = 4;
+    auto cycle = [&] {
+        std::vector<hc_span *> spans;
+        for (int i = 0; i < 256; i++) {
+            spans.push_back(pc_alloc_span_placed(1, cls, place));
+            ASSERT_NE(spans.back(), nullptr);
+        }
+        for (hc_span *s : spans) pc_free_span(s);
+    };
+    cycle();
+    const size_t metadata = pool_mapped_bytes();
+    for (int i = 0; i < 20; i++) cycle();  // 5,120 records made and retired
+    EXPECT_EQ(pool_mapped_bytes(), metadata) << "records made for the place are not reused by it";
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 

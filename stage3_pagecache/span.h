@@ -20,9 +20,10 @@
  * block is freed. No bitfields: each field is its own memory location, so a
  * bucket writing one never races with a reader of another.
  *
- * Records come from common/pool.h (never malloc). A record that dies (its
- * pages merged into a neighbour) is marked SPAN_DEAD before it goes back to
- * the pool, so a stale page-map entry that still points at it is recognised.
+ * Records come from common/pool.h (never malloc), a pool per place
+ * (span_records.c). A record that dies (its pages merged into a neighbour)
+ * is marked SPAN_DEAD before it goes back to its pool, so a stale page-map
+ * entry that still points at it is recognised.
  * May touch: nothing; this header only describes the record. */
 #ifndef HC_SPAN_H_
 #define HC_SPAN_H_
@@ -72,6 +73,7 @@ typedef struct hc_span {
     uint8_t size_class;      /* SPAN_SMALL: its class; else 0 */
     uint8_t in_bucket_list;  /* SPAN_SMALL: on its bucket's list of spans with free objects */
     uint8_t shard;           /* SPAN_SMALL: which of its class's buckets owns it (transfer_cache.h, CC_SHARDS) */
+    uint8_t record_place;    /* which place's pool the record came from (span_records.c) */
     /* SPAN_SMALL geometry, fixed while the span is SPAN_SMALL. */
     uint16_t object_count;   /* at most 1024 (span.h's bound above) */
     /* SPAN_SMALL, under the bucket lock: objects [0, carved) have been
