@@ -21,7 +21,7 @@
  *     page is always safe). Splitting gives each piece min(its length, the
  *     whole's backed_pages), an upper bound. So backed_pages may overstate
  *     what is resident, never understate it; a release makes it exact (0).
- * May touch: span records (pool), the page map (its span entries; the
+ * May touch: span records (span_records.c's pools), the page map (its span entries; the
  * central cache writes the class entries), common/os.h for new regions,
  * direct mappings and releases, the policy hooks (page_policy.h). */
 #include "stage3_pagecache/page_cache.h"

@@ -1,7 +1,9 @@
 /* stage3_pagecache/page_cache_internal.h — layer 3: the page cache's state,
- * shared by the page cache itself (page_cache.c) and its read-only views
- * (page_cache_check.c: the census, the consistency check, the heap walk).
- * No other file includes it: everyone else goes through page_cache.h.
+ * shared by the page cache itself (page_cache.c, with its span records in
+ * span_records.c and its large blocks resized in page_cache_resize.c) and
+ * its read-only views (page_cache_check.c: the census, the consistency
+ * check, the heap walk). No other file includes it: everyone else goes
+ * through page_cache.h.
  * Everything here is guarded by pc_lock. */
 #ifndef HC_PAGE_CACHE_INTERNAL_H_
 #define HC_PAGE_CACHE_INTERNAL_H_
