@@ -83,7 +83,7 @@ static void drop_pc(unsigned i) { (void)i; pc_unlock_all(); }
 static const held_lock kLocks[] = {
     {"the thread-cache registry and record pool", take_tc, drop_tc, 1},
     {"a central bucket lock", take_bucket, drop_bucket, HC_NUM_CLASSES},
-    {"the page cache lock and span pool", take_pc, drop_pc, 1},
+    {"the page cache lock and span-record pools", take_pc, drop_pc, 1},
 };
 
 /* Case 1: the signal lands while this (only) thread holds each lock. */

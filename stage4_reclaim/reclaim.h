@@ -39,10 +39,10 @@ void tc_fork_unlock(void);
  * other thread is inside the allocator; parent and child then unlock them:
  *   1. thread-cache registry, 2. thread-cache record pool (tc_fork_lock),
  *   3. every central bucket lock, shard by shard, class 0 upwards in each,
- *   4. the page cache lock, 5. the span-record pool (pc_lock_all).
+ *   4. the page cache lock, 5. the span-record pools, in place order (pc_lock_all).
  * The page map has no lock of its own (its writers hold the page cache
  * lock). The order matches every nesting the allocator does (registry
- * before pool; page cache before span pool; bucket locks never nested with
+ * before pool; page cache before the span-record pools; bucket locks never nested with
  * each other or with the page cache), so prepare cannot deadlock. Before
  * them all: stdio's list lock (stdio mallocs with a FILE locked, and
  * fflush(NULL) locks FILEs under the list lock: fork.c), then the locks of
