@@ -146,9 +146,10 @@ void pc_get_census(pc_census *out);
  * Expensive (every free span): for tests and debug checks. */
 const char *pc_check(void);
 
-/* Takes the page cache lock and then the span-record pool's lock (the page
- * cache takes the pool's under its own, never the reverse), for a caller
- * that must stop the whole page cache: stage 4's fork handlers. */
+/* Takes the page cache lock and then every span-record pool's lock, in
+ * place order (the page cache takes a pool's under its own, never the
+ * reverse), for a caller that must stop the whole page cache: stage 4's
+ * fork handlers. */
 void pc_lock_all(void);
 void pc_unlock_all(void);
 
