@@ -285,7 +285,7 @@ TEST(PageCache, APlacesRecordsAreReusedByIt) {
     };
     cycle();
     const size_t metadata = pool_mapped_bytes();
-    for (int i = 0; i < 20; i++) cycle();  // 5,120 records made and retired
+    for (int i = 0; i < 20; i++) cycle();  // 20 x 256 spans carved and freed
     EXPECT_EQ(pool_mapped_bytes(), metadata) << "records made for the place are not reused by it";
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
