@@ -1,16 +1,15 @@
 // stage3_pagecache/lock_order_test.cc — the lock order of page_cache.h,
 // at every entry into the page cache: no bucket lock is held when
 // pc_alloc_span, pc_alloc_span_placed (the central cache's new spans) or
-// pc_free_span is called. The page cache takes its own
-// lock and may map from the OS under it; a thread that enters it with a
-// bucket lock held makes every thread of that class wait (and a thread
-// already in the page cache that needs the bucket deadlocks).
+// pc_free_span is called. The page cache takes its own lock and may map
+// from the OS under it; a thread that enters it with a bucket lock held
+// makes every thread of that class wait (and a thread already in the page
+// cache that needs the bucket deadlocks).
 //
-// This binary links with -Wl,--wrap=pc_alloc_span,--wrap=pc_alloc_span_placed,
-// --wrap=pc_free_span (BUILD): every call from another object file reaches the __wrap_
-// functions below first, which count the bucket locks that are busy
-// (tests/lock_probe.h: in a one-thread test, busy means held by this
-// thread). central_cache_test's os_map observer sees only the calls that
+// This binary links with --wrap for each of the three (BUILD's linkopts):
+// every call from another object file reaches the __wrap_ functions below
+// first, which count the bucket locks that are busy (tests/lock_probe.h:
+// in a one-thread test, busy means held by this thread). central_cache_test's os_map observer sees only the calls that
 // map; a span given back to the page cache under a bucket lock never maps.
 #include <gtest/gtest.h>
 

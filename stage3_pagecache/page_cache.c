@@ -21,9 +21,10 @@
  *     page is always safe). Splitting gives each piece min(its length, the
  *     whole's backed_pages), an upper bound. So backed_pages may overstate
  *     what is resident, never understate it; a release makes it exact (0).
- * May touch: span records (span_records.c's pools), the page map (its span entries; the
- * central cache writes the class entries), common/os.h for new regions,
- * direct mappings and releases, the policy hooks (page_policy.h). */
+ * May touch: span records (span_records.c's pools), the page map (its span
+ * entries; the central cache writes the class entries), common/os.h for
+ * new regions, direct mappings and releases, the policy hooks
+ * (page_policy.h). */
 #include "stage3_pagecache/page_cache.h"
 
 #include <errno.h>
@@ -57,6 +58,8 @@ void pc_lists_init_once(void) {
     free_lists_ready = 1;
     pc_policy_init();
 }
+
+/* Span records (span_new, span_dead) come from a pool per place: span_records.c. */
 
 /* ---- Free lists -------------------------------------------------------------- */
 

@@ -2,10 +2,9 @@
  * outside, read only: the stats and the census of its counters, the
  * consistency check that tests and debug checks run (pc_check), and the
  * walk of every span in address order that the heap map draws
- * (pc_visit_spans). Apart from
- * page_cache.c, which changes the free spans, so that a reader of the page
- * cache reads its mechanism alone; both share its state through
- * page_cache_internal.h. Every function takes pc_lock.
+ * (pc_visit_spans). Apart from page_cache.c, which changes the free
+ * spans, so that a reader of the page cache reads its mechanism alone;
+ * both share its state through page_cache_internal.h. Every function takes pc_lock.
  * May touch: nothing; reads the free lists, the treap and the page map. */
 #include <stddef.h>
 #include <stdint.h>

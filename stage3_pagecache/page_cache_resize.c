@@ -3,8 +3,8 @@
  * realloc (page_cache.h: pc_grow_span_in_place, pc_shrink_span_in_place).
  * A block grows into the free span right after it, or, at the heap's edge,
  * into pages mapped right after it; it shrinks by giving its tail back,
- * which merges. Under pc_lock, with the policy's
- * hooks, like every page-cache call.
+ * which merges. Under pc_lock, with the policy's hooks, like every
+ * page-cache call.
  * May touch: what page_cache.c shares through page_cache_internal.h, the
  * page map, common/os.h (a direct mapping's tail), the policy hooks. */
 #include "common/os.h"
