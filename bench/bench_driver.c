@@ -16,8 +16,9 @@
  *       prints: pairs=N wall_ns=N cut=0|1 peak_rss_kib=N end_mapped_kib=N
  *               mapped_source=stats|rss
  *       (or skipped=REASON when this allocator cannot run WORKLOAD)
- *   bench_driver callgrind ITERATIONS KEEP_ONE_LIVE
- *       the fast-path loop bench.py runs under callgrind (bench_cg_loop)
+ *   bench_driver callgrind ITERATIONS KEEP_ONE_LIVE [SIZE]
+ *       the fast-path loop bench.py runs under callgrind (bench_cg_loop):
+ *       pairs of malloc(SIZE) + free, SIZE 32 unless given
  *   bench_driver name
  *       prints the allocator this build calls: a stage's name, or the file
  *       of the library that malloc resolves to (so a preload is checked)
@@ -78,10 +79,10 @@ int main(int argc, char **argv) {
         return list_workloads();
     if (argc == 6 && strcmp(argv[1], "run") == 0)
         return run(argv[2], atoi(argv[3]), strtod(argv[4], NULL), strtod(argv[5], NULL));
-    if (argc == 4 && strcmp(argv[1], "callgrind") == 0)
-        return callgrind_loop(atol(argv[2]), atoi(argv[3]));
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "callgrind") == 0)
+        return callgrind_loop(atol(argv[2]), atoi(argv[3]), argc == 5 ? (size_t)atol(argv[4]) : 32);
     fprintf(stderr, "usage: bench_driver run WORKLOAD THREADS SCALE MAX_SECONDS"
-                    " | callgrind ITERATIONS KEEP_ONE_LIVE | name | list\n"
+                    " | callgrind ITERATIONS KEEP_ONE_LIVE [SIZE] | name | list\n"
                     "(started by `bazel run //bench`: see bench/bench.py)\n");
     return 2;
 }

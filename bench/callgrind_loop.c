@@ -16,7 +16,7 @@
  * never cloned, so that the symbols keep these names under -flto. */
 
 void bench_cg_warmup(long iterations, size_t size);
-void bench_cg_loop(long iterations);
+void bench_cg_loop(long iterations, size_t size);
 
 __attribute__((noinline, noclone, externally_visible)) void bench_cg_warmup(long iterations, size_t size) {
     for (long i = 0; i < iterations; i++) {
@@ -26,24 +26,24 @@ __attribute__((noinline, noclone, externally_visible)) void bench_cg_warmup(long
     }
 }
 
-__attribute__((noinline, noclone, externally_visible)) void bench_cg_loop(long iterations) {
+__attribute__((noinline, noclone, externally_visible)) void bench_cg_loop(long iterations, size_t size) {
     for (long i = 0; i < iterations; i++) {
-        void *p = bench_malloc(32);
+        void *p = bench_malloc(size);
         escape(p);
-        bench_free(p, 32);
+        bench_free(p, size);
     }
 }
 
 #define CG_WARMUP 1000
 
-int callgrind_loop(long iterations, int keep_one_live) {
+int callgrind_loop(long iterations, int keep_one_live, size_t size) {
     /* "warm": one more block of the class stays live throughout, so an
      * allocator that retires a page (or span) when its last block is freed
      * never sees it empty. */
-    void *kept = keep_one_live ? must_malloc(32) : NULL;
-    bench_cg_warmup(CG_WARMUP, 32);
-    bench_cg_loop(iterations);
+    void *kept = keep_one_live ? must_malloc(size) : NULL;
+    bench_cg_warmup(CG_WARMUP, size);
+    bench_cg_loop(iterations, size);
     if (kept != NULL)
-        bench_free(kept, 32);
+        bench_free(kept, size);
     return 0;
 }

@@ -4,8 +4,10 @@
 #ifndef BENCH_CALLGRIND_LOOP_H
 #define BENCH_CALLGRIND_LOOP_H
 
-/* iterations pairs of malloc(32)+free after a warm-up; keep_one_live: one
+#include <stddef.h>
+
+/* iterations pairs of malloc(size)+free after a warm-up; keep_one_live: one
  * more block of the class stays live throughout. Returns the exit status. */
-int callgrind_loop(long iterations, int keep_one_live);
+int callgrind_loop(long iterations, int keep_one_live, size_t size);
 
 #endif

@@ -75,14 +75,19 @@ HC_INLINE unsigned sc_index_small(size_t size) {
     return sc_table[(size - 1) >> 3];
 }
 
-/* The class of a request of 1..HC_MAX_SMALL_SIZE bytes, in O(1): the table,
- * or above it a count of leading zeros and a shift. */
-HC_INLINE unsigned sc_index(size_t size) {
-    if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE))
-        return sc_index_small(size);
+/* The class of a request of HC_TABLE_MAX_SIZE+1..HC_MAX_SMALL_SIZE bytes:
+ * a count of leading zeros and a shift. */
+HC_INLINE unsigned sc_index_beyond_table(size_t size) {
     /* 2^k < size <= 2^(k+1); the 8 classes of this doubling are 2^(k-3) apart. */
     unsigned k = 63u - (unsigned)__builtin_clzl(size - 1);
     return 17u + (k - 8u) * 8u + (unsigned)((size - 1) >> (k - 3u)) - 7u;
+}
+
+/* The class of a request of 1..HC_MAX_SMALL_SIZE bytes, in O(1). */
+HC_INLINE unsigned sc_index(size_t size) {
+    if (HC_LIKELY(size <= HC_TABLE_MAX_SIZE))
+        return sc_index_small(size);
+    return sc_index_beyond_table(size);
 }
 
 /* Object size of class `cls` (1..HC_NUM_CLASSES-1). */

@@ -15,7 +15,10 @@
  *     (page_map.h, pm_small_object_start);
  *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
  *     object handed out, and so catches a double free and a wrong size
- *     given to hc_free_sized the moment they happen.
+ *     given to hc_free_sized the moment they happen (malloc_checks.h);
+ *   - requests above the list table (1025 B up to the largest class) that
+ *     hit the thread cache are served by a short path of their own,
+ *     malloc_beyond_table, not by malloc_slow.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
  * adds here goes through the hooks of layer_hooks.h.
@@ -36,93 +39,9 @@
 #include "stage1_threadcache/thread_cache.h"
 #include "stage3_pagecache/block_hooks.h"
 #include "stage3_pagecache/layer_hooks.h"
+#include "stage3_pagecache/malloc_checks.h"
 #include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/span.h"
-
-/* ---- Debug checks: one bit per small object handed out -------------------------
- * Default builds compile these to the track.h hooks alone. The bits are
- * atomic because neighbours in one span are allocated and freed by
- * different threads at once; the order between one object's malloc and its
- * free is the program's own synchronisation. */
-
-#if HC_DEBUG
-static void debug_mark_live(void *p) {
-    hc_span *span = pc_span_of(p);
-    if (span == NULL || span->state != SPAN_SMALL)
-        return; /* large blocks: the span's state says it all */
-    long i = span_object_index(span, p);
-    uint64_t bit = (uint64_t)1 << (i & 63);
-    if (__atomic_fetch_or(&span->debug_live[i >> 6], bit, __ATOMIC_RELAXED) & bit)
-        hc_fatal_pointer("malloc(): block handed out twice (freed twice before?)", p);
-}
-
-static void debug_mark_dead(hc_span *span, void *p) {
-    long i = span_object_index(span, p);
-    uint64_t bit = (uint64_t)1 << (i & 63);
-    if (!(__atomic_fetch_and(&span->debug_live[i >> 6], ~bit, __ATOMIC_RELAXED) & bit))
-        hc_fatal_pointer("free(): double free of", p);
-}
-
-/* hc_free_sized(p, size): p must be a live object of size's class. */
-static void debug_check_sized_free(void *p, unsigned cls) {
-    hc_span *span = pc_span_of(p);
-    if (span == NULL || span->state != SPAN_SMALL || span_object_index(span, p) < 0)
-        hc_fatal_pointer("free(): invalid pointer", p);
-    if (span->size_class != cls)
-        hc_fatal_pointer("free_sized(): wrong size for the block at", p);
-    debug_mark_dead(span, p);
-}
-#endif
-
-/* A block goes to the program. */
-HC_INLINE void note_alloc(void *p, size_t size, int zeroed) {
-#if HC_DEBUG
-    debug_mark_live(p);
-#endif
-    track_alloc(p, size, zeroed);
-}
-
-/* A small block from a thread-cache list goes to the program. Free's tag,
- * which this stage's hc_free writes, is cleared here: stages 1 and 2 never
- * set it, so fl_pop clears it only in the hardened build (free_list.h). */
-HC_INLINE void hand_out_small(void *obj, size_t size) {
-    if (!FL_POP_CLEARS_TAG)
-        fl_clear_tag(obj);
-    note_alloc(obj, size, 0);
-}
-
-/* A small block of class `cls` comes back through hc_free_sized. */
-HC_INLINE void note_free_sized(void *p, size_t size, unsigned cls) {
-#if HC_DEBUG
-    debug_check_sized_free(p, cls);
-#else
-    (void)cls;
-#endif
-    track_free(p, size);
-}
-
-/* A small block of class `cls` comes back through hc_free. Default builds
- * know what the page map said (p starts an object of a small span of class
- * cls); a debug build also finds the span and checks that the object is
- * handed out. */
-HC_INLINE void note_free_unsized(void *p, unsigned cls) {
-#if HC_DEBUG
-    hc_span *span = pc_span_of(p);
-    if (span == NULL || span->state != SPAN_SMALL || span->size_class != cls ||
-        span_object_index(span, p) < 0)
-        hc_fatal_pointer("free(): invalid pointer", p);
-    debug_mark_dead(span, p);
-#endif
-    track_free(p, sc_size(cls));
-}
-
-/* A list the fast path found empty must say so: a count left over means a
- * cycle (a double free) was popped through. */
-static void check_empty_list(const hc_free_list *list) {
-    if (HC_UNLIKELY(fl_length(list) != 0))
-        hc_fatal_pointer_why("malloc(): corrupted free list at", list,
-                             "its count says objects are left: a double free or a write after free");
-}
 
 /* The page map's class offset of the 16-byte class, whose blocks carry the
  * hardened build's canary (common/harden.h; the default build checks nothing). */
@@ -287,6 +206,11 @@ static HC_NOINLINE void free_sized_beyond_table(void *ptr, size_t size) {
     }
     unsigned cls = sc_index(size);
     note_free_sized(ptr, size, cls);
+    /* A hit on the thread's list, as malloc_beyond_table's: no call to
+     * find the cache (the sentinel's lists are full, so a thread without
+     * one takes the slow path). */
+    if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
+        return;
     tc_free_small_slow(ptr, cls);
 }
 
@@ -299,6 +223,24 @@ static HC_NOINLINE void free_large_or_invalid(void *ptr) {
     if (pm_class_of(ptr) != 0)
         hc_fatal_pointer("free(): invalid pointer", ptr); /* not the start of an object */
     large_free(large_span_of(ptr, "free(): invalid pointer"));
+}
+
+/* hc_malloc's requests above the table, HC_TABLE_MAX_SIZE+1 bytes and up:
+ * the class is computed (sc_index's count of leading zeros), and a hit on
+ * the thread's list is served here as the table's hit is in hc_malloc.
+ * malloc_slow would find the same object after a call to find (or make)
+ * the thread's cache and the layer hook: not needed for a hit, because
+ * tc_current is never NULL and the sentinel's lists are empty, so a thread
+ * without a cache misses into malloc_slow as before. */
+static HC_NOINLINE void *malloc_beyond_table(size_t size) {
+    if (HC_LIKELY(size <= HC_MAX_SMALL_SIZE && !harden_guards(size))) {
+        void *obj = tc_try_alloc(tc_current, sc_index_beyond_table(size));
+        if (HC_LIKELY(obj != NULL)) {
+            hand_out_small(obj, size);
+            return obj;
+        }
+    }
+    return malloc_slow(size);
 }
 
 /* ---- Blocks a later layer watches (block_hooks.h; none in stage 3) ----------------- */
@@ -354,8 +296,9 @@ HC_EXPORT void *hc_malloc(size_t size) {
             hand_out_small(obj, size);
             return obj;
         }
+        return malloc_slow(size);
     }
-    return malloc_slow(size);
+    return malloc_beyond_table(size);
 }
 
 HC_EXPORT void hc_free_sized(void *ptr, size_t size) {

@@ -408,10 +408,15 @@ def pair_key(text, stage_text=""):
 def classify_pair(before, phrase, after):
     """The pair a figure counts: a build named just before it ("the hardened
     build: 51 instructions ..."), else the pair its own words name, else
-    what follows it up to the next comma."""
+    what follows it up to the next comma. A pair of a request above the
+    list table ("malloc(2048)", "hc_malloc(2048)") is counted apart."""
     if "hardened" in before or "profiler" in before:
-        return pair_key(before)
-    return pair_key(phrase, before) or pair_key(before + after)
+        key = pair_key(before)
+    else:
+        key = pair_key(phrase, before) or pair_key(before + after)
+    if key is not None and "(2048)" in phrase + after:
+        key += "_beyond_table"
+    return key
 
 
 def dropin_limits(root):
@@ -420,9 +425,17 @@ def dropin_limits(root):
     test = build[build.index('name = "dropin_count_test"'):]
     args = test[test.index("args = ["):]
     args = args[:args.index("]")]
-    limits = dict(re.findall(r":preload_(hcmalloc\w*)\)\",\s*\"(\d+)\"", args))
-    return {"dropin_default": limits["hcmalloc"], "dropin_hardened": limits["hcmalloc_hardened"],
-            "dropin_profiler": limits["hcmalloc_profiler"]}
+    # The limits before a "size=N" argument count malloc(32) pairs; those after
+    # it, malloc(N) pairs: a size above the list table, keyed "_beyond_table".
+    small, _, beyond = args.partition('"size=')
+    limits = dict(re.findall(r":preload_(hcmalloc\w*)\)\",\s*\"(\d+)\"", small))
+    out = {"dropin_default": limits["hcmalloc"], "dropin_hardened": limits["hcmalloc_hardened"],
+           "dropin_profiler": limits["hcmalloc_profiler"]}
+    limits = dict(re.findall(r":preload_(hcmalloc\w*)\)\",\s*\"(\d+)\"", beyond))
+    if limits:
+        out["dropin_default_beyond_table"] = limits["hcmalloc"]
+        out["dropin_hardened_beyond_table"] = limits["hcmalloc_hardened"]
+    return out
 
 
 def sized_counts(root):
@@ -433,8 +446,9 @@ def sized_counts(root):
     out = {}
     for cases, count in re.findall(r"\n\s*([\w|/]+)\) echo (\d+)", table):
         for case in cases.split("|"):
-            stage, mode = case.split("/")
-            out[mode + "_stage" + stage[len("stage")]] = count
+            stage, mode, size = case.split("/")
+            suffix = "" if size == "32" else "_beyond_table"
+            out[mode + "_stage" + stage[len("stage")] + suffix] = count
     return out
 
 
