@@ -25,7 +25,13 @@ typedef struct tc_reclaim_cache {
     pthread_mutex_t owner_alive; /* robust: held by the owner, so its death shows */
     int parked;                  /* its owner exited; waiting for a new thread (registry lock) */
     tc_cache *next_parked;       /* the parked stack (registry lock) */
-} tc_reclaim_cache;
+} __attribute__((aligned(2 * HC_CACHE_LINE))) tc_reclaim_cache;
+/* Whole pairs of cache lines: the pool carves records one after another
+ * from page-aligned chunks, so each starts on a pair, and no thread's lists
+ * share a 128-byte pair, which a core's prefetcher fetches together, with
+ * the next thread's record (span records are kept apart for the same
+ * reason: docs/stage3.md, "Records apart too"). On x86-64 the fields fill
+ * 15 pairs as they are; the alignment keeps it so wherever they do not. */
 
 HC_INLINE tc_reclaim_cache *tc_ext(tc_cache *tc) { return (tc_reclaim_cache *)tc; }
 
