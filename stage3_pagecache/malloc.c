@@ -272,7 +272,8 @@ static HC_NOINLINE void *malloc_at_hook_point(size_t size) {
  * hc_malloc and hc_free_sized take stage 1's fast path, rewritten here for
  * what this layer adds (the block hooks' check, the debug checks,
  * the unsized free's tag): requests of 1..1024 bytes (HC_TABLE_MAX_SIZE)
- * that hit the thread cache never leave them.
+ * that hit the thread cache never leave them; larger small ones that hit
+ * it leave for malloc_beyond_table, which pops the same way.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
  * check, the limit check, push.
  * hc_free, new here, pays for the page map instead of the size: two
