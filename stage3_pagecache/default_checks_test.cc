@@ -102,6 +102,21 @@ TEST(DefaultChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
         "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(a thread's free list holds it");
 }
 
+// Caught at the call: a sized free above the list table (1025 B and up,
+// malloc.c's free_sized_beyond_table) compares the block with its list's
+// head before it pushes, so freeing the block it just freed stops there.
+TEST(DefaultChecks, SizedDoubleFreeAboveTheTableIsCaughtAtTheCall) {
+    SKIP_IN_DEBUG_BUILDS();
+    EXPECT_DEATH(
+        {
+            WarmUp(1536);
+            void *p = hc_malloc(1536);
+            hc_free_sized(p, 1536);
+            hc_free_sized(p, 1536);
+        },
+        "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(it is the last block this thread freed");
+}
+
 // Caught at the call too: with another free between the two, no compare
 // with the list's head would see it (the list would link a -> b -> a, and
 // the next mallocs return a, b and a: two owners of one block); the tag

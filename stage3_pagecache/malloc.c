@@ -208,8 +208,11 @@ static HC_NOINLINE void free_sized_beyond_table(void *ptr, size_t size) {
     note_free_sized(ptr, size, cls);
     /* A hit on the thread's list, as malloc_beyond_table's: no call to
      * find the cache (the sentinel's lists are full, so a thread without
-     * one takes the slow path). */
-    if (HC_LIKELY(tc_try_free(tc_current, cls, ptr)))
+     * one takes the slow path). The block freed just before is still
+     * caught: it is the list's head, and tc_free_small_slow's compare
+     * stops it, as it did when every such free went there. */
+    hc_free_list *list = &tc_current->lists[cls];
+    if (HC_LIKELY(list->head != ptr && tc_list_try_free(list, ptr)))
         return;
     tc_free_small_slow(ptr, cls);
 }
