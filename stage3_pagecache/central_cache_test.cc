@@ -72,7 +72,9 @@ std::vector<void *> FetchChain(unsigned cls, uint32_t want) {
     void *p = first;
     for (uint32_t i = 0; i < got; i++, p = *static_cast<void **>(p)) out.push_back(p);
     EXPECT_EQ(p, nullptr) << "the chain ends in NULL";
-    if (got > 0) EXPECT_EQ(out.back(), last);
+    if (got > 0) {
+        EXPECT_EQ(out.back(), last);
+    }
     return out;
 }
 

@@ -229,12 +229,13 @@ static HC_NOINLINE void free_large_or_invalid(void *ptr) {
 }
 
 /* hc_malloc's requests above the table, HC_TABLE_MAX_SIZE+1 bytes and up:
- * the class is computed (sc_index's count of leading zeros), and a hit on
- * the thread's list is served here as the table's hit is in hc_malloc.
+ * the class is computed (a count of leading zeros and a shift), and a hit
+ * on the thread's list is served here as the table's hit is in hc_malloc.
  * malloc_slow would find the same object after a call to find (or make)
  * the thread's cache and the layer hook: not needed for a hit, because
  * tc_current is never NULL and the sentinel's lists are empty, so a thread
- * without a cache misses into malloc_slow as before. */
+ * without a cache misses into malloc_slow as before. Large requests, and
+ * the hardened build's guarded sizes, go there too. */
 static HC_NOINLINE void *malloc_beyond_table(size_t size) {
     if (HC_LIKELY(size <= HC_MAX_SMALL_SIZE && !harden_guards(size))) {
         void *obj = tc_try_alloc(tc_current, sc_index_beyond_table(size));
