@@ -1,9 +1,10 @@
 #!/bin/bash
 # tools/measure/count_dropin.sh [LIB...] — instructions one malloc(32) + free pair
-# (or malloc(HC_COUNT_SIZE) + free) costs through the drop-in libraries (the
-# C names, by LD_PRELOAD), counted exactly by callgrind: the same loop and the same measure as
-# `bazel run //bench -- --callgrind` (bench_driver.c's bench_cg_loop; only
-# the calls it makes are counted, not the loop). With no argument: the
+# (or malloc(HC_COUNT_SIZE) + free) costs through the drop-in libraries
+# (the C names, by LD_PRELOAD), counted exactly by callgrind: the same loop
+# and the same measure as `bazel run //bench -- --callgrind`
+# (bench_driver.c's bench_cg_loop; only the calls it makes are counted, not
+# the loop). With no argument: the
 # default and the hardened drop-in (docs/design.md, section 6), built with
 # --config=opt. glibc's figure: LIB=none.
 # HC_COUNT_DRIVER=PATH: count with that driver and build nothing (what
