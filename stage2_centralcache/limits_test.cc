@@ -26,7 +26,7 @@ extern "C" {
 namespace {
 
 constexpr size_t kSize = 64;
-constexpr uint32_t kCap = 8192;  // TC_MAX_LIST_LENGTH (stage2_centralcache/thread_cache.c)
+constexpr uint32_t kCap = 8192;  // TC_MAX_LIST_LENGTH (stage2_centralcache/thread_cache_hooks.h)
 
 // Objects allocated by a thread that then exits without freeing them.
 std::vector<void *> AllocatedElsewhere(size_t n) {

@@ -37,13 +37,6 @@
 #include "stage2_centralcache/central_cache.h"
 #include "stage2_centralcache/thread_cache_hooks.h"
 
-/* A list never holds more than this many bytes of objects (nor fewer than
- * one batch, nor more than TC_MAX_LIST_LENGTH objects): a thread may keep
- * 1 MiB of 128-byte objects, but only 128 KiB of 16-byte ones (the length
- * cap binds first) and four 256 KiB ones. */
-#define TC_LIST_CAP_BYTES  ((size_t)1 << 20)
-#define TC_MAX_LIST_LENGTH 8192u
-
 /* Overflows at a limit above one batch before the limit drops by a batch. */
 #define TC_MAX_OVERAGES 3
 /* Slow-path visits (refills and overflows) between two scavenges. */
@@ -56,10 +49,15 @@ hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
 tc_cache *tc_registry;
 size_t tc_live_caches;
 
-/* The most objects class `cls`'s list may grow to. */
+/* The most objects class `cls`'s list may grow to: the layer's bounds
+ * (tc_layer_list_bounds), but never fewer than one batch. With stage 2's
+ * (1 MiB, 8192 objects) a thread may keep 1 MiB of 128-byte objects, but
+ * only 128 KiB of 16-byte ones (the length binds first) and four 256 KiB
+ * ones. */
 static uint32_t tc_list_cap(unsigned cls) {
-    size_t cap = TC_LIST_CAP_BYTES / sc_size(cls);
-    if (cap > TC_MAX_LIST_LENGTH) cap = TC_MAX_LIST_LENGTH;
+    tc_list_bounds bounds = tc_layer_list_bounds(cls);
+    size_t cap = bounds.bytes / sc_size(cls);
+    if (cap > bounds.length) cap = bounds.length;
     if (cap < sc_batch(cls)) cap = sc_batch(cls);
     return (uint32_t)cap;
 }

@@ -14,6 +14,7 @@
 #ifndef HC_THREAD_CACHE_HOOKS_H_
 #define HC_THREAD_CACHE_HOOKS_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/compiler.h"
@@ -48,6 +49,22 @@ tc_cache *tc_layer_new_record(void);
 
 /* The new cache is registered and published as tc_current. */
 void tc_layer_cache_created(tc_cache *tc);
+
+/* What lists[cls] may hold at most: thread_cache.c's tc_list_cap clamps
+ * the class's cap to `bytes` of objects and to `length` objects (and to at
+ * least a batch), and slow start never takes a limit past it. Stage 2's
+ * lists have nothing else to bound what a thread keeps, so its answer is
+ * TC_LIST_CAP_BYTES and TC_MAX_LIST_LENGTH for every class; a layer that
+ * bounds all caches together (stage 4's budget) may let a list have more. */
+#define TC_LIST_CAP_BYTES  ((size_t)1 << 20)
+#define TC_MAX_LIST_LENGTH 8192u
+
+typedef struct tc_list_bounds {
+    size_t bytes;
+    uint32_t length;
+} tc_list_bounds;
+
+tc_list_bounds tc_layer_list_bounds(unsigned cls);
 
 /* lists[cls]'s limit may go from `from` up to `to` objects: 1 if it may, 0
  * if the layer above refuses (the limit stays). */

@@ -21,7 +21,9 @@
  *     and a busy thread is never stolen from nor made to wait;
  *   - a limit that drops (overflow, scavenge, flush) turns its capacity
  *     back into spare, and a thread keeps at most TC_SPARE_KEEP spare: the
- *     rest goes back to the unclaimed counter (a fetch-add).
+ *     rest goes back to the unclaimed counter (a fetch-add);
+ *   - a list of small objects may grow as far as the budget, not only to
+ *     stage 2's cap of 1 MiB (tc_layer_list_bounds, below).
  * Bytes leave one counter before they enter another, so at every moment
  *   sum(cached) <= sum(capacity) <= sum(charged + spare) + live x floor
  *   and sum(charged + spare) + unclaimed <= budget.
@@ -32,6 +34,7 @@
 #include <pthread.h>
 
 #include "common/lock.h"
+#include "common/size_class.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/reclaim.h"
 #include "stage4_reclaim/reclaim_cache.h"
@@ -129,6 +132,30 @@ static int tc_reserve(tc_cache *tc, size_t need) {
 }
 
 /* ---- The hooks of stage 2's list policy ------------------------------------ */
+
+/* With a budget for all caches together, a list of small objects needs no
+ * byte cap of its own below it: stage 2's 1 MiB bounded what a thread could
+ * hoard when nothing else did. The limit still grows only as its thread's
+ * refills ask (slow start) and only with budget claimed, so a thread that
+ * frees a phase of one class and allocates it again keeps the phase: the
+ * bench's `hold` frees 11 MiB of 128-byte blocks a round and takes them
+ * back the next, and under a 1 MiB cap all but 8,192 of them went through
+ * the central cache and the spans each round (walked off the list, grouped
+ * by span, carved again). That round trip costs per object, so the larger
+ * bound is for the list table's sizes (up to HC_TABLE_MAX_SIZE), where it
+ * is most of what an object costs; bigger blocks keep stage 2's 1 MiB, so
+ * that what a program frees of them reaches the page cache and its release
+ * policy. Never less than stage 2's cap (a budget set small still allows
+ * that); TC_MAX_BUDGET_LIST_LENGTH holds a round of `hold` with room and
+ * bounds the walk that flushes a list. */
+#define TC_MAX_BUDGET_LIST_LENGTH ((uint32_t)1 << 17)
+
+tc_list_bounds tc_layer_list_bounds(unsigned cls) {
+    if (sc_size(cls) > HC_TABLE_MAX_SIZE)
+        return (tc_list_bounds){TC_LIST_CAP_BYTES, TC_MAX_LIST_LENGTH};
+    size_t budget = hc_get_options()->max_total_thread_cache_bytes;
+    return (tc_list_bounds){budget > TC_LIST_CAP_BYTES ? budget : TC_LIST_CAP_BYTES, TC_MAX_BUDGET_LIST_LENGTH};
+}
 
 int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {
     return tc_reserve(tc, (size_t)(to - from) * sc_size(cls));

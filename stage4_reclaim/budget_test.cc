@@ -23,7 +23,7 @@ void ExpectBudgetHolds(const char *when) {
     hc_get_stats(&stats);
     tc_budget_stats budget;
     tc_budget_snapshot(&budget);
-    size_t floors = budget.live_caches * budget.floor_bytes;
+    size_t floors = (budget.live_caches + budget.parked_caches) * budget.floor_bytes;  // reclaim.h
     EXPECT_LE(stats.thread_cache_bytes, budget.capacity_bytes) << when;
     EXPECT_LE(budget.capacity_bytes, budget.share_bytes + floors) << when;
     EXPECT_LE(budget.share_bytes + budget.unclaimed_bytes, budget.budget_bytes) << when;
@@ -131,7 +131,7 @@ TEST(Budget, ABusyThreadTakesShareFromIdleOnes) {
     tc_budget_snapshot(&before);
     EXPECT_LE(before.unclaimed_bytes, before.budget_bytes / 4) << "the idle threads hold the budget";
     std::thread([&] {
-        // Three classes, each up to its 1 MiB list cap: the lists' limits
+        // Three classes, 1.25, 2.5 and 5 MiB of each: the lists' limits
         // grow as the refills come (the capacity), while the objects are out.
         std::vector<std::pair<void *, size_t>> ptrs;
         for (int i = 0; i < 15000; i++) {
@@ -162,6 +162,28 @@ tc_budget_stats Budget() {
     tc_budget_stats b;
     tc_budget_snapshot(&b);
     return b;
+}
+
+// With the budget in place one list is not held to stage 2's cap (1 MiB of
+// objects, TC_MAX_LIST_LENGTH of them): a thread that frees a phase of one
+// class and allocates it again keeps the whole phase in its list, within
+// the budget (budget.c's tc_layer_list_bounds). Under stage 2's cap all but
+// 8192 of the phase's blocks would go to the central cache each round.
+TEST(Budget, AListKeepsAPhaseLargerThanStageTwosCap) {
+    std::thread([] {
+        const size_t size = 128, phase = 20000;  // 2.5 MiB a phase, under the 8 MiB budget
+        std::vector<void *> ptrs(phase);
+        for (int round = 0; round < 4; round++) {
+            for (void *&p : ptrs) p = hc_malloc(size);
+            for (void *p : ptrs) hc_free_sized(p, size);
+        }
+        const hc_free_list *list = &tc_current->lists[sc_index(size)];
+        EXPECT_GT(fl_length(list), 8192u) << "more than stage 2's cap stayed in the thread";
+        EXPECT_GE(fl_length(list), phase / 2) << "the phase stayed in the thread";
+        EXPECT_LE((size_t)list->max_length * size, Budget().budget_bytes + Budget().floor_bytes)
+            << "the list's limit is within the budget";
+        ExpectBudgetHolds("a thread keeping a 2.5 MiB phase");
+    }).join();
 }
 
 // Caches as much as the budget lets it: 16 B .. 8 KiB, several rounds.

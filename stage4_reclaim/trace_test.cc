@@ -74,7 +74,7 @@ Trace Write() {
 }
 
 TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
-    constexpr int kObjects = 10000;  // many refills and overflows, many flushes of the hit counters
+    constexpr int kObjects = 10000;  // many refills, many flushes of the hit counters
     const unsigned cls = sc_index(32);
     std::vector<void *> blocks;
     for (int round = 0; round < 3; round++) {
@@ -82,6 +82,15 @@ TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
         for (void *p : blocks) hc_free(p);
         blocks.clear();
     }
+    // Stage 4 lets this thread's list keep a whole round (budget.c's
+    // tc_layer_list_bounds); freeing another round, one another thread
+    // allocated, on top of it overflows.
+    std::thread([&] {
+        for (int i = 0; i < kObjects; i++) blocks.push_back(hc_malloc(32));
+        hc_trace_flush_hits(HC_TRACE_TC_ALLOC_HIT, cls);  // what its exit would leave out
+    }).join();
+    for (void *p : blocks) hc_free(p);
+    blocks.clear();
     void *large = hc_malloc(1 << 20);  // a span of class 0 from the page cache
     ASSERT_NE(large, nullptr);
     hc_free(large);
@@ -95,8 +104,8 @@ TEST(Trace, EveryCallIsAHitOrAMissAndTheBucketsAddUp) {
 
     // Each malloc(32) either hit the thread cache or refilled it; each free
     // either stayed in it or overflowed it.
-    EXPECT_EQ(t.Total(HC_TRACE_TC_ALLOC_HIT, cls) + t.Total(HC_TRACE_TC_REFILL, cls), 3u * kObjects);
-    EXPECT_EQ(t.Total(HC_TRACE_TC_FREE_HIT, cls) + t.Total(HC_TRACE_TC_OVERFLOW, cls), 3u * kObjects);
+    EXPECT_EQ(t.Total(HC_TRACE_TC_ALLOC_HIT, cls) + t.Total(HC_TRACE_TC_REFILL, cls), 4u * kObjects);
+    EXPECT_EQ(t.Total(HC_TRACE_TC_FREE_HIT, cls) + t.Total(HC_TRACE_TC_OVERFLOW, cls), 4u * kObjects);
     EXPECT_GT(t.Total(HC_TRACE_TC_ALLOC_HIT, cls), t.Total(HC_TRACE_TC_REFILL, cls));
     EXPECT_GE(t.Total(HC_TRACE_TC_OVERFLOW, cls), 1u);
     // The central cache saw those misses as batches, and carved spans for them.
