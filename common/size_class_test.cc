@@ -13,8 +13,9 @@ TEST(SizeClass, EveryRequestGetsTheSmallestClassThatFits) {
         ASSERT_GE(cls, 2u) << size << ": class 1 (8 B) serves no request (size_class.h)";
         ASSERT_LT(cls, (unsigned)HC_NUM_CLASSES) << size;
         ASSERT_GE(sc_size(cls), size) << "class too small for " << size;
-        if (cls > 2)
+        if (cls > 2) {
             ASSERT_LT(sc_size(cls - 1), size) << "a smaller class fits " << size;
+        }
     }
 }
 
