@@ -54,13 +54,14 @@ size_t tc_live_caches;
  * (1 MiB, 8192 objects) a thread may keep 1 MiB of 128-byte objects, but
  * only 128 KiB of 16-byte ones (the length binds first) and four 256 KiB
  * ones. */
-static uint32_t tc_list_cap(unsigned cls) {
-    tc_list_bounds bounds = tc_layer_list_bounds(cls);
+static uint32_t tc_cap_within(unsigned cls, tc_list_bounds bounds) {
     size_t cap = bounds.bytes / sc_size(cls);
     if (cap > bounds.length) cap = bounds.length;
     if (cap < sc_batch(cls)) cap = sc_batch(cls);
     return (uint32_t)cap;
 }
+
+static uint32_t tc_list_cap(unsigned cls) { return tc_cap_within(cls, tc_layer_list_bounds(cls)); }
 
 /* The objects one trip to the central cache moves: cc_trip_batches(cls) whole
  * batches (one in this stage), never more than the list may hold. */
@@ -275,6 +276,18 @@ void tc_flush(tc_cache *tc) {
             unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
             tc_give_back(tc, cls, fl_length(&tc->lists[cls]));
             tc_lower_limit(tc, cls, 0);
+        }
+}
+
+void tc_trim(tc_cache *tc, tc_list_bounds bounds) {
+    tc_policy_cache *p = tc_policy(tc);
+    for (unsigned word = 0; word < 2; word++)
+        for (uint64_t bits = p->used_classes[word]; bits != 0; bits &= bits - 1) {
+            unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
+            uint32_t cap = tc_cap_within(cls, bounds), length = fl_length(&tc->lists[cls]);
+            if (length > cap)
+                tc_give_back(tc, cls, length - cap);
+            tc_lower_limit(tc, cls, cap); /* only ever lowers; cap >= a batch > 0 */
         }
 }
 

@@ -91,4 +91,9 @@ void tc_registry_unlink_locked(tc_cache *tc);
  * its thread, or a thread that is reclaiming a dead one's cache. */
 void tc_flush(tc_cache *tc);
 
+/* Gives back what each list of `tc` holds above the cap that `bounds`
+ * allow (tc_list_cap's, with these bounds in place of the layer's), and
+ * lowers its limit to that cap. The caller owns `tc`. */
+void tc_trim(tc_cache *tc, tc_list_bounds bounds);
+
 #endif /* HC_THREAD_CACHE_HOOKS_H_ */

@@ -186,6 +186,29 @@ TEST(Budget, AListKeepsAPhaseLargerThanStageTwosCap) {
     }).join();
 }
 
+// A thread that kept such a phase exits: its cache is parked for the next
+// new thread, but trimmed to stage 2's cap first (thread_exit.c), so what
+// the budget let one thread keep is not pinned after it is gone.
+TEST(Budget, AParkedCacheKeepsNoMoreThanStageTwosCap) {
+    hc_release_free_memory();  // nothing parked
+    ASSERT_EQ(Budget().parked_caches, 0u);
+    const size_t size = 128, phase = 20000;  // 2.5 MiB
+    std::thread([&] {
+        std::vector<void *> ptrs(phase);
+        for (int round = 0; round < 4; round++) {
+            for (void *&p : ptrs) p = hc_malloc(size);
+            for (void *p : ptrs) hc_free_sized(p, size);
+        }
+        EXPECT_GT(fl_length(&tc_current->lists[sc_index(size)]), 8192u) << "the phase stayed while it ran";
+    }).join();
+    hc_stats stats;
+    hc_get_stats(&stats);
+    EXPECT_EQ(Budget().parked_caches, 1u);
+    EXPECT_LE(stats.thread_cache_bytes, (size_t)1 << 20) << "the parked cache holds at most 1 MiB of the class";
+    std::printf("parked after a 2.5 MiB phase: %zu KiB in thread caches\n", stats.thread_cache_bytes >> 10);
+    ExpectBudgetHolds("a parked cache after a 2.5 MiB phase");
+}
+
 // Caches as much as the budget lets it: 16 B .. 8 KiB, several rounds.
 void CacheAll() {
     std::vector<std::pair<void *, size_t>> got;

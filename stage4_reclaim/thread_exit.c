@@ -5,7 +5,8 @@
  * stage2_centralcache/thread_cache_hooks.c, which hands out records that
  * live for good.
  *   - a pthread key destructor parks the exiting thread's cache whole
- *     (lists, limits, budget share) and the next new thread adopts it in
+ *     (lists, limits, budget share; a list above stage 2's cap trimmed to
+ *     it first) and the next new thread adopts it in
  *     one step, instead of refilling every class it uses from the central
  *     cache. A parked cache stays in the registry (its objects still count
  *     as thread-cache bytes) and on a stack of at most TC_MAX_PARKED; it is
@@ -176,6 +177,11 @@ size_t tc_parked_caches(void) { return __atomic_load_n(&tc_parked_count, __ATOMI
  * its owner lock is unlocked while the registry lock makes it parked, so a
  * sweep never sees it free and unparked. */
 static int tc_park_on_exit(tc_cache *tc) {
+    /* A parked cache is a newborn's quick start, not the dead thread's
+     * phases: lists the budget let grow past stage 2's cap (budget.c) give
+     * the rest back first, so parked caches pin no more than they did under
+     * stage 2's bounds. (If the stack turns out full, all of it goes back.) */
+    tc_trim(tc, (tc_list_bounds){TC_LIST_CAP_BYTES, TC_MAX_LIST_LENGTH});
     /* As tc_thread_exit does before it gives a cache back: the thread is
      * leaving, and a later destructor's malloc must not use tc. */
     tc_thread_exited = 1;
