@@ -49,11 +49,10 @@ hc_lock tc_registry_lock = HC_LOCK_INITIALIZER;
 tc_cache *tc_registry;
 size_t tc_live_caches;
 
-/* The most objects class `cls`'s list may grow to: the layer's bounds
- * (tc_layer_list_bounds), but never fewer than one batch. With stage 2's
- * (1 MiB, 8192 objects) a thread may keep 1 MiB of 128-byte objects, but
- * only 128 KiB of 16-byte ones (the length binds first) and four 256 KiB
- * ones. */
+/* The most objects class `cls`'s list may hold under `bounds`, but never
+ * fewer than one batch. Under stage 2's (1 MiB, 8192 objects) a thread may
+ * keep 1 MiB of 128-byte objects, but only 128 KiB of 16-byte ones (the
+ * length binds first) and four 256 KiB ones. */
 static uint32_t tc_cap_within(unsigned cls, tc_list_bounds bounds) {
     size_t cap = bounds.bytes / sc_size(cls);
     if (cap > bounds.length) cap = bounds.length;
@@ -61,6 +60,7 @@ static uint32_t tc_cap_within(unsigned cls, tc_list_bounds bounds) {
     return (uint32_t)cap;
 }
 
+/* The most objects class `cls`'s list may grow to: under the layer's bounds. */
 static uint32_t tc_list_cap(unsigned cls) { return tc_cap_within(cls, tc_layer_list_bounds(cls)); }
 
 /* The objects one trip to the central cache moves: cc_trip_batches(cls) whole

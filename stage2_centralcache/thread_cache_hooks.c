@@ -16,7 +16,7 @@ void tc_layer_cache_created(tc_cache *tc) { (void)tc; }
 
 tc_list_bounds tc_layer_list_bounds(unsigned cls) {
     (void)cls;
-    return (tc_list_bounds){TC_LIST_CAP_BYTES, TC_MAX_LIST_LENGTH};
+    return TC_STAGE2_LIST_BOUNDS;
 }
 
 int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {

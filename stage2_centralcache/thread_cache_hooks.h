@@ -64,6 +64,9 @@ typedef struct tc_list_bounds {
     uint32_t length;
 } tc_list_bounds;
 
+/* Stage 2's own answer, for every class. */
+#define TC_STAGE2_LIST_BOUNDS ((tc_list_bounds){TC_LIST_CAP_BYTES, TC_MAX_LIST_LENGTH})
+
 tc_list_bounds tc_layer_list_bounds(unsigned cls);
 
 /* lists[cls]'s limit may go from `from` up to `to` objects: 1 if it may, 0

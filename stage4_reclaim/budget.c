@@ -152,7 +152,7 @@ static int tc_reserve(tc_cache *tc, size_t need) {
 
 tc_list_bounds tc_layer_list_bounds(unsigned cls) {
     if (sc_size(cls) > HC_TABLE_MAX_SIZE)
-        return (tc_list_bounds){TC_LIST_CAP_BYTES, TC_MAX_LIST_LENGTH};
+        return TC_STAGE2_LIST_BOUNDS;
     size_t budget = hc_get_options()->max_total_thread_cache_bytes;
     return (tc_list_bounds){budget > TC_LIST_CAP_BYTES ? budget : TC_LIST_CAP_BYTES, TC_MAX_BUDGET_LIST_LENGTH};
 }

@@ -205,7 +205,10 @@ TEST(Budget, AParkedCacheKeepsNoMoreThanStageTwosCap) {
     hc_get_stats(&stats);
     EXPECT_EQ(Budget().parked_caches, 1u);
     EXPECT_LE(stats.thread_cache_bytes, (size_t)1 << 20) << "the parked cache holds at most 1 MiB of the class";
-    std::printf("parked after a 2.5 MiB phase: %zu KiB in thread caches\n", stats.thread_cache_bytes >> 10);
+    EXPECT_LE(Budget().capacity_bytes, ((size_t)1 << 20) + 2 * Budget().floor_bytes)
+        << "and its limit came down with it: its capacity went back to the budget";
+    std::printf("parked after a 2.5 MiB phase: %zu KiB in thread caches, %zu KiB capacity\n",
+                stats.thread_cache_bytes >> 10, Budget().capacity_bytes >> 10);
     ExpectBudgetHolds("a parked cache after a 2.5 MiB phase");
 }
 

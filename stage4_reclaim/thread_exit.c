@@ -181,7 +181,7 @@ static int tc_park_on_exit(tc_cache *tc) {
      * phases: lists the budget let grow past stage 2's cap (budget.c) give
      * the rest back first, so parked caches pin no more than they did under
      * stage 2's bounds. (If the stack turns out full, all of it goes back.) */
-    tc_trim(tc, (tc_list_bounds){TC_LIST_CAP_BYTES, TC_MAX_LIST_LENGTH});
+    tc_trim(tc, TC_STAGE2_LIST_BOUNDS);
     /* As tc_thread_exit does before it gives a cache back: the thread is
      * leaving, and a later destructor's malloc must not use tc. */
     tc_thread_exited = 1;
