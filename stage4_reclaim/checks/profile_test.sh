@@ -35,6 +35,9 @@ sized_delete=$(abs "$3")
 profiler=$(abs "$4")
 plain=$(abs "$5")
 work="${TEST_TMPDIR:-$(mktemp -d)}"
+# A leak check without HCMALLOC_PROFILE writes its profile to $TMPDIR (/tmp
+# when unset): here, the test's own folder, so that no run leaves one in /tmp.
+export TMPDIR="$work"
 TOLERANCE=0.15
 status=0
 fail() { echo "FAIL: $*"; status=1; }
@@ -171,6 +174,11 @@ fi
 # in a global array), against the truth, as in part 1.
 HCMALLOC_LEAK_CHECK=2 HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" keep >/dev/null 2>"$work/keep.err" ||
     fail "the sampled leak-check run exited $?"
+if ls "$work"/hcmalloc.*.leak.heap >/dev/null 2>&1; then
+    echo "PASS leak check without HCMALLOC_PROFILE: its profile is \$TMPDIR/hcmalloc.<pid>.leak.heap"
+else
+    fail "leak check without HCMALLOC_PROFILE: no hcmalloc.<pid>.leak.heap in \$TMPDIR ($work)"
+fi
 estimate() { # SITE: the MiB the report's entries whose first frame is SITE stand for
     # (an entry sampled before the unwinder was primed has no frames: the
     # next line may be the next entry's)

@@ -7,13 +7,15 @@
 # Each stage runs a fixed number of inputs from a fixed seed, starting from
 # the seed corpus in tests/fuzz_corpus/alloc_fuzz (left unchanged: new
 # inputs go to a scratch directory). A failed check or an ASan report stops
-# the run and keeps the input that caused it under $HC_FUZZ_OUT.
+# the run and keeps the input that caused it under $HC_FUZZ_OUT. Without
+# HC_FUZZ_OUT the scratch directory is a temporary one, removed when every
+# stage passed and kept (its path printed) when one failed.
 #
 # usage: tools/measure/fuzz.sh [STAGE_LABEL...]
 #   default: every stage package's allocator, //stageN_x:hcmalloc, so a new
 #   stage is fuzzed as soon as it lands (tools/extra_checks.sh runs this).
 # knobs: HC_FUZZ_RUNS (default 20000 per stage), HC_FUZZ_SEED (default 1),
-#        HC_FUZZ_OUT (default a temporary directory)
+#        HC_FUZZ_OUT (default a temporary directory, removed after a clean run)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -30,7 +32,12 @@ fi
 
 runs=${HC_FUZZ_RUNS:-20000}
 seed=${HC_FUZZ_SEED:-1}
-out=${HC_FUZZ_OUT:-$(mktemp -d -t hcmalloc-fuzz.XXXXXX)}
+out=${HC_FUZZ_OUT:-}
+scratch_is_ours=0
+if [ -z "$out" ]; then
+    out=$(mktemp -d -t hcmalloc-fuzz.XXXXXX)
+    scratch_is_ours=1
+fi
 corpus=tests/fuzz_corpus/alloc_fuzz
 
 command -v clang >/dev/null || { echo "fuzz: clang is not installed: run tools/setup.sh" >&2; exit 1; }
@@ -83,11 +90,16 @@ for stage in "${stages[@]}"; do
         -print_final_stats=1 -artifact_prefix="$work/crashes/" "$work/corpus" "$corpus" \
         >"$work/log" 2>&1; then
         grep -E "^(#[0-9]+.*DONE|Done|stat::number_of_executed_units|stat::peak_rss_mb)" "$work/log" | sed "s/^/fuzz: $name: /"
-        echo "fuzz: $name: passed; $(ls "$work/corpus" | wc -l) new inputs in $work/corpus"
+        echo "fuzz: $name: passed; $(ls "$work/corpus" | wc -l) new inputs"
     else
         tail -40 "$work/log"
         echo "fuzz: $name: FAILED; the input is in $work/crashes/" >&2
         status=1
     fi
 done
+if [ $status -eq 0 ] && [ $scratch_is_ours -eq 1 ]; then
+    rm -rf "$out"
+elif [ $status -eq 0 ]; then
+    echo "fuzz: the new inputs are in $out/STAGE/corpus"
+fi
 exit $status
