@@ -91,6 +91,41 @@ static void *hold_worker(void *arg) {
     return NULL;
 }
 
+/* ---- phases: one class's phase, then another's -------------------------------------
+ * A program that works in phases: rounds of PHASE_LIVE blocks allocated and
+ * then all freed, the first PHASE_FIRST_ROUNDS rounds of PHASE_FIRST_SIZE,
+ * every later one of PHASE_SECOND_SIZE. Both phases fit a thread cache's
+ * budget (32 MiB by default) alone, not together: a cache that keeps room
+ * for the first phase after it is over has less for the second
+ * (docs/stage4.md, section 3). A pair is a malloc and its free. */
+
+#define PHASE_LIVE         100000
+#define PHASE_FIRST_SIZE   128
+#define PHASE_FIRST_ROUNDS 4
+#define PHASE_SECOND_SIZE  256
+
+static void *phases_worker(void *arg) {
+    worker *w = arg;
+    void **live = must_malloc(PHASE_LIVE * sizeof(void *));
+    harness_wait_for_start();
+    long done = 0;
+    for (long round = 0; done < w->ops && !harness_past_deadline(); round++) {
+        size_t size = round < PHASE_FIRST_ROUNDS ? PHASE_FIRST_SIZE : PHASE_SECOND_SIZE;
+        long count = w->ops - done < PHASE_LIVE ? w->ops - done : PHASE_LIVE;
+        for (long i = 0; i < count; i++) {
+            char *p = must_malloc(size);
+            p[0] = (char)i;
+            live[i] = p;
+        }
+        for (long i = 0; i < count; i++)
+            bench_free(live[i], size);
+        done += count;
+    }
+    bench_free(live, PHASE_LIVE * sizeof(void *));
+    w->done = done;
+    return NULL;
+}
+
 /* ---- mixed: random sizes 8 B..4 KiB, a live window of 1,000 (article 004) ------- */
 
 #define MIXED_WINDOW 1000
@@ -617,6 +652,8 @@ const workload workloads[] = {
      48e6, 0, run_per_thread_loops, tight_worker},
     {"hold", "128 B blocks, 9 in 10 kept until the round ends, every 10th freed at once", "001",
      2e6, 0, run_per_thread_loops, hold_worker},
+    {"phases", "rounds of 100,000 blocks allocated, then freed: 4 rounds of 128 B, then 256 B",
+     "a program in phases", 2e6, 0, run_per_thread_loops, phases_worker},
     {"mixed", "random 8 B..4 KiB, a live window of 1,000 per thread, random victims", "004",
      8e6, 0, run_per_thread_loops, mixed_worker},
     {"xthread", "threads = producer/consumer pairs; producers malloc 64 B, consumers free", "002, 004",

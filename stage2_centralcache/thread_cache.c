@@ -18,7 +18,9 @@
  *     of the lock (cc_trip_batches), several once a list's limit allows,
  *     and then a thread that only frees holds about one trip;
  *   - every TC_SCAVENGE_PERIOD slow-path visits, lists that did not run dry
- *     since the last scavenge give half their objects back (the scavenge);
+ *     since the last scavenge give half their objects back (the scavenge),
+ *     after coming back to this stage's cap if the layer above let them
+ *     grow past it;
  *   - hc_thread_flush() gives everything back and lowers every limit to 0
  *     (a thread with no cache has nothing, and must not write into the
  *     shared sentinel);
@@ -179,10 +181,35 @@ static void tc_scavenge(tc_cache *tc) {
     /* LAB END: scavenge */
 }
 
-/* Called on every refill and overflow: counts visits, scavenges each period. */
+/* Gives back what each list in the class masks holds above its cap under
+ * `bounds`, and lowers its limit to that cap. */
+static void tc_trim_classes(tc_cache *tc, tc_list_bounds bounds, const uint64_t classes[2]) {
+    for (unsigned word = 0; word < 2; word++)
+        for (uint64_t bits = classes[word]; bits != 0; bits &= bits - 1) {
+            unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
+            uint32_t cap = tc_cap_within(cls, bounds), length = fl_length(&tc->lists[cls]);
+            if (length > cap)
+                tc_give_back(tc, cls, length - cap);
+            tc_lower_limit(tc, cls, cap); /* only ever lowers; cap >= a batch > 0 */
+        }
+}
+
+/* Called on every refill and overflow: counts visits, scavenges each period.
+ * The layer above may let a list grow past this stage's cap
+ * (tc_layer_list_bounds) for a phase in progress; a list that did not run
+ * dry for a whole period is in no phase, so before the scavenge halves it,
+ * it comes back to this stage's cap, limit and all. The scavenge alone
+ * would lower such a limit a batch at a time, and the limit is what the
+ * layer above charges a thread for (stage 4's budget): an idle list of
+ * 100,000 objects would keep its charge for hundreds of scavenges. Under
+ * this stage's own bounds no list is above the cap, and this changes
+ * nothing. */
 static void tc_note_slow_path(tc_cache *tc) {
-    if (++tc_policy(tc)->slow_calls >= TC_SCAVENGE_PERIOD) {
-        tc_policy(tc)->slow_calls = 0;
+    tc_policy_cache *p = tc_policy(tc);
+    if (++p->slow_calls >= TC_SCAVENGE_PERIOD) {
+        p->slow_calls = 0;
+        const uint64_t idle[2] = {p->used_classes[0] & ~p->ran_dry[0], p->used_classes[1] & ~p->ran_dry[1]};
+        tc_trim_classes(tc, TC_STAGE2_LIST_BOUNDS, idle);
         tc_scavenge(tc);
     }
 }
@@ -279,17 +306,7 @@ void tc_flush(tc_cache *tc) {
         }
 }
 
-void tc_trim(tc_cache *tc, tc_list_bounds bounds) {
-    tc_policy_cache *p = tc_policy(tc);
-    for (unsigned word = 0; word < 2; word++)
-        for (uint64_t bits = p->used_classes[word]; bits != 0; bits &= bits - 1) {
-            unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
-            uint32_t cap = tc_cap_within(cls, bounds), length = fl_length(&tc->lists[cls]);
-            if (length > cap)
-                tc_give_back(tc, cls, length - cap);
-            tc_lower_limit(tc, cls, cap); /* only ever lowers; cap >= a batch > 0 */
-        }
-}
+void tc_trim(tc_cache *tc, tc_list_bounds bounds) { tc_trim_classes(tc, bounds, tc_policy(tc)->used_classes); }
 
 void tc_flush_current(void) {
     tc_cache *tc = tc_current;

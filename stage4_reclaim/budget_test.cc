@@ -164,6 +164,16 @@ tc_budget_stats Budget() {
     return b;
 }
 
+// Runs `rounds` rounds of a phase: `count` blocks of `size` allocated, then
+// all freed into the thread's list.
+void RunPhase(size_t size, size_t count, int rounds) {
+    std::vector<void *> ptrs(count);
+    for (int round = 0; round < rounds; round++) {
+        for (void *&p : ptrs) p = hc_malloc(size);
+        for (void *p : ptrs) hc_free_sized(p, size);
+    }
+}
+
 // With the budget in place one list is not held to stage 2's cap (1 MiB of
 // objects, TC_MAX_LIST_LENGTH of them): a thread that frees a phase of one
 // class and allocates it again keeps the whole phase in its list, within
@@ -172,17 +182,35 @@ tc_budget_stats Budget() {
 TEST(Budget, AListKeepsAPhaseLargerThanStageTwosCap) {
     std::thread([] {
         const size_t size = 128, phase = 20000;  // 2.5 MiB a phase, under the 8 MiB budget
-        std::vector<void *> ptrs(phase);
-        for (int round = 0; round < 4; round++) {
-            for (void *&p : ptrs) p = hc_malloc(size);
-            for (void *p : ptrs) hc_free_sized(p, size);
-        }
+        RunPhase(size, phase, 4);
         const hc_free_list *list = &tc_current->lists[sc_index(size)];
         EXPECT_GT(fl_length(list), 8192u) << "more than stage 2's cap stayed in the thread";
         EXPECT_GE(fl_length(list), phase / 2) << "the phase stayed in the thread";
         EXPECT_LE((size_t)list->max_length * size, Budget().budget_bytes + Budget().floor_bytes)
             << "the list's limit is within the budget";
         ExpectBudgetHolds("a thread keeping a 2.5 MiB phase");
+    }).join();
+}
+
+// The phase over, the thread moves on to another class. The idle list comes
+// back to stage 2's cap at the next scavenge, limit and all (stage 2's
+// tc_note_slow_path), so the budget its limit was charged for goes to the
+// class in use: here the second phase needs nearly all of the 8 MiB budget,
+// which it cannot have while the first list keeps a 2.5 MiB limit.
+TEST(Budget, AnIdleListGivesItsLimitBackToTheBudget) {
+    hc_release_free_memory();  // no parked cache holds budget, and the thread adopts none
+    std::thread([] {
+        const size_t first = 128, second = 256;
+        RunPhase(first, 20000, 4);  // 2.5 MiB
+        const hc_free_list *idle = &tc_current->lists[sc_index(first)];
+        ASSERT_GT(idle->max_length, 8192u) << "the first phase grew past stage 2's cap";
+        RunPhase(second, 28000, 8);  // 7 MiB
+        const hc_free_list *busy = &tc_current->lists[sc_index(second)];
+        std::printf("after a 7 MiB phase of %zu B: the %zu B list's limit %u, the %zu B list holds %u\n", second,
+                    first, idle->max_length, second, fl_length(busy));
+        EXPECT_LE(idle->max_length, 8192u) << "the idle list's limit came back to stage 2's cap";
+        EXPECT_GE(fl_length(busy), 26000u) << "and the class in use had the budget for its phase";
+        ExpectBudgetHolds("a phase after another class's");
     }).join();
 }
 
@@ -194,11 +222,7 @@ TEST(Budget, AParkedCacheKeepsNoMoreThanStageTwosCap) {
     ASSERT_EQ(Budget().parked_caches, 0u);
     const size_t size = 128, phase = 20000;  // 2.5 MiB
     std::thread([&] {
-        std::vector<void *> ptrs(phase);
-        for (int round = 0; round < 4; round++) {
-            for (void *&p : ptrs) p = hc_malloc(size);
-            for (void *p : ptrs) hc_free_sized(p, size);
-        }
+        RunPhase(size, phase, 4);
         EXPECT_GT(fl_length(&tc_current->lists[sc_index(size)]), 8192u) << "the phase stayed while it ran";
     }).join();
     hc_stats stats;
