@@ -201,7 +201,7 @@ static void tc_trim_classes(tc_cache *tc, tc_list_bounds bounds, const uint64_t 
  * it comes back to this stage's cap, limit and all. The scavenge alone
  * would lower such a limit a batch at a time, and the limit is what the
  * layer above charges a thread for (stage 4's budget): an idle list of
- * 100,000 objects would keep its charge for hundreds of scavenges. Under
+ * 100,000 objects would keep its charge for thousands of scavenges. Under
  * this stage's own bounds no list is above the cap, and this changes
  * nothing. */
 static void tc_note_slow_path(tc_cache *tc) {
