@@ -358,7 +358,8 @@ def grade_tests(bazel, workspace, stage, quick, jobs=1):
         if rule:
             group["rule"] = True
         groups.append(group)
-        binary = os.path.join(bin_dir, stage, name)
+        package = label[2:].split(":")[0]  # stage 4's suite names tests of checks/ too
+        binary = os.path.join(bin_dir, package, name)
         cases = gtest_cases(binary, dict(os.environ, **env)) if kind == "gtest" and \
             os.path.exists(binary) else None
         if kind in ("cc_test", "gtest") and not os.path.exists(binary):
