@@ -174,11 +174,6 @@ fi
 # in a global array), against the truth, as in part 1.
 HCMALLOC_LEAK_CHECK=2 HCMALLOC_PROFILE_SAMPLE_BYTES=8k "$sites" keep >/dev/null 2>"$work/keep.err" ||
     fail "the sampled leak-check run exited $?"
-if ls "$work"/hcmalloc.*.leak.heap >/dev/null 2>&1; then
-    echo "PASS leak check without HCMALLOC_PROFILE: its profile is \$TMPDIR/hcmalloc.<pid>.leak.heap"
-else
-    fail "leak check without HCMALLOC_PROFILE: no hcmalloc.<pid>.leak.heap in \$TMPDIR ($work)"
-fi
 estimate() { # SITE: the MiB the report's entries whose first frame is SITE stand for
     # (an entry sampled before the unwinder was primed has no frames: the
     # next line may be the next entry's)
@@ -191,6 +186,7 @@ near "leak check site_pages" "$(estimate site_pages)" 40
 near "leak check site_tiny" "$(estimate site_tiny)" 10.0
 near "leak check site_huge" "$(estimate site_huge)" 19.53
 
+rm -f "$work"/hcmalloc.*.leak.heap # the sampled run's, if it found a leak
 HCMALLOC_LEAK_CHECK=1 HCMALLOC_PROFILE_SAMPLE_BYTES=1 LD_PRELOAD="$profiler" \
     "$sized_delete" >/dev/null 2>"$work/sized.err" || fail "the sized-delete run exited $?"
 if grep -A1 'leak: ~1800 bytes in ~9 blocks of 200 bytes (9 sampled)' "$work/sized.err" | grep -q site_kept &&
@@ -198,6 +194,14 @@ if grep -A1 'leak: ~1800 bytes in ~9 blocks of 200 bytes (9 sampled)' "$work/siz
     echo "PASS leak check under LD_PRELOAD: site_kept's 9 unreferenced objects, none of site_deleted's (sized delete)"
 else
     fail "leak check: sized delete"; cat "$work/sized.err"
+fi
+# That run leaks for sure (every block sampled, nine unreferenced) and names
+# no HCMALLOC_PROFILE, so its leak profile went to $TMPDIR (a sampled run
+# writes one only when it finds a leak).
+if ls "$work"/hcmalloc.*.leak.heap >/dev/null 2>&1; then
+    echo "PASS leak check without HCMALLOC_PROFILE: its profile is \$TMPDIR/hcmalloc.<pid>.leak.heap"
+else
+    fail "leak check without HCMALLOC_PROFILE: no hcmalloc.<pid>.leak.heap in \$TMPDIR ($work)"
 fi
 
 # ---- 4. The plain library has no sampler, and says so ---------------------------------
