@@ -40,7 +40,7 @@
 #
 # How long it takes, measured cold (a fresh `git clone`, so a new output
 # base and an empty disk cache; tools already installed) on the project's
-# 2-core machine (Debian 12), 6 Dec 2026, the machine otherwise idle:
+# 2-core machine (Debian 12), 6 Dec 2026:
 #   d=$(mktemp -d); git clone -q REPO $d; cd $d; time CI=true bash .ci/run
 # 26 min 8 s, 466 tests: plain 321 s, opt 188 s, debug 239 s, asan 196 s,
 # tsan 265 s, extra 159 s, labs 197 s (the tree whose lab 4 was graded
