@@ -9,8 +9,9 @@
  *     it first) and the next new thread adopts it in one step, instead of
  *     refilling every class it uses from the central cache. A parked
  *     cache stays in the registry (its objects still count as thread-cache
- *     bytes) and on a stack of at most TC_MAX_PARKED; it is given back when the stack is full, when a budget steal sweep meets
- *     it (live threads need the budget more), or by hc_release_free_memory;
+ *     bytes) and on a stack of at most TC_MAX_PARKED; it is given back
+ *     when the stack is full, when a budget steal sweep meets it (live
+ *     threads need the budget more), or by hc_release_free_memory;
  *   - given back means: its objects to the central cache (stage 2's
  *     tc_flush: only the classes the thread used), its budget to the
  *     unclaimed pool, and its record to the pool;
