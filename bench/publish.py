@@ -59,6 +59,9 @@ def section(results_dir):
 
 
 def main(argv):
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
     results_dir = argv[0] if argv else "bench-results"
     doc = read(DOC)
     if BEGIN not in doc or END not in doc:
@@ -66,8 +69,15 @@ def main(argv):
         return 1
     head, rest = doc.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
+    try:
+        # Read everything before the chapter is opened for writing: a
+        # missing file must leave it as it was, not empty.
+        text = head + section(results_dir) + tail
+    except OSError as e:
+        sys.stderr.write("publish: %s is not a recorded run (%s)\n" % (results_dir, e))
+        return 1
     with open(DOC, "w", encoding="utf-8") as f:
-        f.write(head + section(results_dir) + tail)
+        f.write(text)
     shutil.copyfile(os.path.join(results_dir, "chart.svg"), CHART)
     sys.stderr.write("publish: %s and %s from %s\n" % (DOC, CHART, results_dir))
     return 0

@@ -56,6 +56,15 @@ uint32_t cc_trip_batches(unsigned cls);
  * object's link need not be NULL). */
 void cc_return(unsigned cls, void *first, void *last, uint32_t n);
 
+/* The most objects of class `cls` one cc_return should be handed: a thread
+ * that gives back more cuts them off its list and hands them over this
+ * many at a time. Here, where a bucket links a chain in whole, any number
+ * (UINT32_MAX). Stage 3 reads every object it is handed, to find its span,
+ * right after the thread read it to cut it off: a trip at a time, the
+ * objects are still in the core's cache for that second read; 100,000 at
+ * once, they are not. */
+uint32_t cc_return_max(unsigned cls);
+
 /* Adds the central cache's figures to *out: central_cache_bytes, and to
  * bytes_in_use the object bytes handed to thread caches and not returned. */
 void cc_collect_stats(hc_stats *out);

@@ -149,12 +149,20 @@ static void tc_grow_limit(tc_cache *tc, unsigned cls) {
     /* LAB END: slow_start */
 }
 
-/* Gives up to `n` objects of lists[cls] back to the central cache. */
+/* Gives up to `n` objects of lists[cls] back to the central cache, at
+ * most cc_return_max(cls) per cc_return: a scavenge, a trim or a flush of
+ * a long list hands them over piece by piece, each cut off the list just
+ * before the central cache reads it. */
 static void tc_give_back(tc_cache *tc, unsigned cls, uint32_t n) {
-    void *first, *last;
-    uint32_t taken = fl_pop_range(&tc->lists[cls], n, &first, &last);
-    if (taken > 0)
+    const uint32_t piece = cc_return_max(cls);
+    while (n > 0) {
+        void *first, *last;
+        uint32_t taken = fl_pop_range(&tc->lists[cls], n < piece ? n : piece, &first, &last);
+        if (taken == 0)
+            return; /* the list ran out first */
         cc_return(cls, first, last, taken);
+        n -= taken;
+    }
 }
 
 /* The scavenge: a list's low-water mark since the last scavenge is what it

@@ -29,6 +29,9 @@
  *     go home to their span's shard, as whole batches or to the spans; a
  *     fetch takes from its own shard's transfer cache and spans, then a
  *     full transfer cache of another shard, and carves only when none is;
+ *   - a chain given back is read here (its rows, its objects' spans), so a
+ *     thread hands over at most a trip per call (cc_return_max), which it
+ *     has just read to cut it off its list;
  *   - an object given back to the wrong class, or one that is no object of
  *     ours at all, is caught when it reaches its span (the span says what it
  *     is) and aborts.
@@ -266,6 +269,10 @@ uint32_t cc_trip_batches(unsigned cls) {
     size_t rows = CC_TRIP_MAX_BYTES / ((size_t)sc_batch(cls) * sc_size(cls));
     return rows < 1 ? 1 : rows > CC_TRIP_MAX_BATCHES ? CC_TRIP_MAX_BATCHES : (uint32_t)rows;
 }
+
+/* A trip: at most CC_TRIP_MAX_BYTES of objects, read again by
+ * cc_transfer_return or cc_group_runs while they are in the cache. */
+uint32_t cc_return_max(unsigned cls) { return cc_trip_batches(cls) * sc_batch(cls); }
 
 /* Pops up to `want` objects off the transfer cache of `bucket`, whose lock
  * is held, and drops the lock; links them into a chain first..last.

@@ -55,8 +55,8 @@ void *cc_transfer_return(cc_bucket *bucket, unsigned cls, void *first, uint32_t 
         uint32_t rows = *n / batch < CC_TRIP_MAX_BATCHES ? *n / batch : CC_TRIP_MAX_BATCHES;
         uint32_t total = rows * batch;
         /* The rows, read off the links with no lock held, by the thread that
-         * has just walked them to cut them off its list (tc_give_back):
-         * they are in its cache. */
+         * has just walked them to cut them off its list (tc_give_back, a
+         * trip at most: cc_return_max): they are in its cache. */
         void *obj = first;
         for (uint32_t i = 0; i < total; i++) {
             objects[i] = obj;
