@@ -1,7 +1,8 @@
 # tools/measure/usage_test_lib.sh — sourced by the scripts' usage tests
-# (mimalloc_bench_usage_test.sh, threads_vs_processes_usage_test.sh): what
-# a measuring script must do with a bad argument, before it builds or runs
-# anything: exit status 2 and one line on stderr saying what is wrong.
+# (mimalloc_bench_usage_test.sh, threads_vs_processes_usage_test.sh,
+# paired_runs_usage_test.sh): what a measuring script must do with a bad
+# argument, before it builds or runs anything: exit status 2 and one line
+# on stderr saying what is wrong.
 # The test sets `script` (the script under test) before it calls `expect`.
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
