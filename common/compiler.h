@@ -41,6 +41,17 @@
 #define HC_TSAN 0
 #endif
 
+/* A pause between two tries of a busy lock: tells the core it is spinning
+ * (x86's pause, Arm's yield), so the sibling hyperthread runs and the try
+ * loop does not flood the lock's line with requests. */
+#if defined(__x86_64__) || defined(__i386__)
+#define HC_CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define HC_CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define HC_CPU_RELAX() ((void)0)
+#endif
+
 /* Public symbols keep default visibility in the drop-in shared library. */
 #define HC_EXPORT __attribute__((visibility("default")))
 

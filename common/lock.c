@@ -99,6 +99,20 @@ int hc_lock_try_at(hc_lock *lock, const char *what, const char *where) {
     return 1;
 }
 
+int hc_lock_try_spinning_at(hc_lock *lock, const char *what, const char *where) {
+    for (int i = 0; i < HC_LOCK_SPINS; i++) {
+        if (hc_lock_try_at(lock, what, where))
+            return 1;
+        HC_CPU_RELAX();
+    }
+    return 0;
+}
+
+void hc_lock_acquire_spinning_at(hc_lock *lock, const char *what, const char *where) {
+    if (!hc_lock_try_spinning_at(lock, what, where))
+        hc_lock_acquire_at(lock, what, where);
+}
+
 void hc_lock_unlock_at(hc_lock *lock, const char *what, const char *where) {
     if (HC_UNLIKELY(hc_lock_fork_owner))
         return;

@@ -23,7 +23,15 @@
  * hc_lock_try(lock) takes the lock only if it is free: 1 when it did (the
  * watchdog then records this holder as hc_lock_acquire would, and
  * hc_lock_unlock gives it back), 0 when another thread holds it (nothing
- * to unlock). For a caller that has something better to do than wait. */
+ * to unlock). For a caller that has something better to do than wait.
+ *
+ * hc_lock_try_spinning(lock) tries it up to HC_LOCK_SPINS times, a pause
+ * between tries; hc_lock_acquire_spinning(lock) does that before it
+ * sleeps. For a lock every thread takes for a hold of a microsecond or so
+ * (the page cache's): a waiter that sleeps pays a futex call on each side
+ * and two task switches for a wait shorter than either. The buckets'
+ * locks, held by the threads of one class, are acquired plainly
+ * (docs/benchmarks.md, section 13, measured them spinning: no faster). */
 #ifndef HC_LOCK_H_
 #define HC_LOCK_H_
 
@@ -59,6 +67,11 @@ extern HC_THREAD_LOCAL int hc_lock_fork_owner;
  * deadlocked hand-in costs a class 3 s a test, not 10. */
 #define HC_LOCK_WATCHDOG_SECONDS 10
 
+/* hc_lock_try_spinning's tries: with a pause of some tens of cycles
+ * between them, a few microseconds, about a hold of the page cache's lock
+ * (glibc's adaptive mutex tries as many). */
+#define HC_LOCK_SPINS 100
+
 #if HC_LOCK_WATCHDOG
 
 typedef struct hc_lock {
@@ -75,9 +88,16 @@ typedef struct hc_lock {
 #define hc_lock_unlock(lock) hc_lock_unlock_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
 #define hc_lock_try(lock) hc_lock_try_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
 
+#define hc_lock_try_spinning(lock) \
+    hc_lock_try_spinning_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
+#define hc_lock_acquire_spinning(lock) \
+    hc_lock_acquire_spinning_at((lock), #lock, __FILE__ ":" HC_STRINGIFY(__LINE__))
+
 void hc_lock_acquire_at(hc_lock *lock, const char *what, const char *where);
 void hc_lock_unlock_at(hc_lock *lock, const char *what, const char *where);
 int hc_lock_try_at(hc_lock *lock, const char *what, const char *where);
+int hc_lock_try_spinning_at(hc_lock *lock, const char *what, const char *where);
+void hc_lock_acquire_spinning_at(hc_lock *lock, const char *what, const char *where);
 
 HC_INLINE void hc_lock_init(hc_lock *lock) {
     pthread_mutex_init(&lock->mutex, NULL);
@@ -105,6 +125,18 @@ HC_INLINE void hc_lock_unlock(hc_lock *lock) {
 HC_INLINE int hc_lock_try(hc_lock *lock) {
     if (HC_UNLIKELY(hc_lock_fork_owner)) return 1;
     return pthread_mutex_trylock(&lock->mutex) == 0;
+}
+HC_INLINE int hc_lock_try_spinning(hc_lock *lock) {
+    for (int i = 0; i < HC_LOCK_SPINS; i++) {
+        if (hc_lock_try(lock))
+            return 1;
+        HC_CPU_RELAX();
+    }
+    return 0;
+}
+HC_INLINE void hc_lock_acquire_spinning(hc_lock *lock) {
+    if (!hc_lock_try_spinning(lock))
+        hc_lock_acquire(lock);
 }
 
 #endif /* HC_LOCK_WATCHDOG */

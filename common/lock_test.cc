@@ -1,11 +1,15 @@
 // common/lock_test.cc — the lock watchdog (common/lock.h): a lock taken twice
 // by one thread stops the program with a line naming the lock and both
-// places, instead of hanging until Bazel's timeout.
+// places, instead of hanging until Bazel's timeout. And the spinning lock:
+// tried a bounded number of times before its waiter sleeps.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <thread>
+#include <vector>
 
 extern "C" {
 #include "common/lock.h"
@@ -72,6 +76,53 @@ TEST(LockWatchdog, TheEnvironmentSetsItsSeconds) {
         },
         "hcmalloc: lock watchdog: waited 1 s for &test_lock");
     unsetenv("HC_LOCK_WATCHDOG_SECONDS");
+}
+
+TEST(SpinningLock, ATryTakesAFreeLock) {
+    hc_lock lock;
+    hc_lock_init(&lock);
+    ASSERT_EQ(hc_lock_try_spinning(&lock), 1) << "a free lock is taken by the first try";
+    int taken_elsewhere = -1;
+    std::thread([&] { taken_elsewhere = hc_lock_try(&lock); }).join();
+    EXPECT_EQ(taken_elsewhere, 0) << "and held";
+    hc_lock_unlock(&lock);
+}
+
+TEST(SpinningLock, TheTriesRunOutWhileAnotherThreadHoldsTheLock) {
+    hc_lock lock;
+    hc_lock_init(&lock);
+    std::atomic<bool> held{false}, done{false};
+    std::thread holder([&] {
+        hc_lock_acquire(&lock);
+        held = true;
+        while (!done) std::this_thread::yield();
+        hc_lock_unlock(&lock);
+    });
+    while (!held) std::this_thread::yield();
+    EXPECT_EQ(hc_lock_try_spinning(&lock), 0) << "bounded: the caller sleeps then, it does not spin on";
+    done = true;
+    holder.join();
+}
+
+// A waiter that outlasts its tries sleeps, and gets the lock when the
+// holder lets go; every increment is made under the lock.
+TEST(SpinningLock, WaitersThatOutlastTheirTriesStillExcludeEachOther) {
+    hc_lock lock;
+    hc_lock_init(&lock);
+    long count = 0;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 20000; i++) {
+                hc_lock_acquire_spinning(&lock);
+                long seen = count;
+                if (i % 5000 == 0) usleep(2000);  // a hold far longer than the tries
+                count = seen + 1;
+                hc_lock_unlock(&lock);
+            }
+        });
+    for (std::thread &t : threads) t.join();
+    EXPECT_EQ(count, 4 * 20000);
 }
 
 }  // namespace

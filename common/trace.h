@@ -100,6 +100,8 @@ HC_INLINE void hc_trace_lock_count(hc_lock *lock, unsigned cls) {
         hc_trace_add(HC_TRACE_LOCK_WAITED, cls, 1);
 }
 #define HC_TRACE_LOCK_ACQUIRE(lock, cls) (hc_trace_lock_count((lock), (cls)), hc_lock_acquire(lock))
+#define HC_TRACE_LOCK_ACQUIRE_SPINNING(lock, cls) \
+    (hc_trace_lock_count((lock), (cls)), hc_lock_acquire_spinning(lock))
 
 #else
 
@@ -108,6 +110,7 @@ HC_INLINE void hc_trace_lock_count(hc_lock *lock, unsigned cls) {
 #define HC_TRACE_HIT(event, cls, hit) ((void)0)
 /* The lock's own acquisition, its watchdog naming the caller's expression. */
 #define HC_TRACE_LOCK_ACQUIRE(lock, cls) hc_lock_acquire(lock)
+#define HC_TRACE_LOCK_ACQUIRE_SPINNING(lock, cls) hc_lock_acquire_spinning(lock)
 
 #endif /* HC_TRACE_ENABLED */
 

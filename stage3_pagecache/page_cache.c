@@ -394,7 +394,7 @@ size_t pc_unmap_free_spans_locked(void) {
 }
 
 size_t pc_unmap_free_spans(void) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     size_t unmapped = pc_unmap_free_spans_locked();
     pc_policy_after_call();
@@ -403,7 +403,7 @@ size_t pc_unmap_free_spans(void) {
 }
 
 size_t pc_release_free_pages(size_t want) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     size_t released = pc_release_free_pages_locked(want);
     pc_policy_after_call();
@@ -412,14 +412,14 @@ size_t pc_release_free_pages(size_t want) {
 }
 
 size_t pc_release_calls(void) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     size_t calls = release_calls;
     hc_lock_unlock(&pc_lock);
     return calls;
 }
 
 void pc_lock_all(void) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_records_lock_all();
 }
 
@@ -468,7 +468,7 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
 static hc_span *direct_map(size_t pages, size_t alignment) {
     if (alignment < HC_PAGE_SIZE)
         alignment = HC_PAGE_SIZE;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call(); /* a program of huge blocks alone has slow paths too */
     /* Asked and mapped under the lock, so that two threads cannot both
@@ -510,7 +510,7 @@ hc_span *pc_alloc_span_placed(size_t pages, unsigned size_class, unsigned place)
     }
     if (wants_direct_map(pages, size_class))
         return direct_map(pages, HC_PAGE_SIZE);
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call();
     pc_place *own = place < PC_NO_PLACE ? &pc_places[place] : NULL;
@@ -568,7 +568,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
     }
     if (wants_direct_map(pages, 0))
         return direct_map(pages, align_pages << HC_PAGE_SHIFT);
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call();
     uintptr_t at;
@@ -596,7 +596,7 @@ hc_span *pc_alloc_span_aligned(size_t pages, size_t align_pages) {
 
 void pc_free_span(hc_span *s) {
     HC_TRACE(HC_TRACE_SPAN_RETURN, s->size_class);
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_policy_before_call();
     if (s->state == SPAN_SMALL) {
         pc_totals.small_pages -= s->page_count;

@@ -16,7 +16,7 @@
 #include "stage3_pagecache/span_treap.h"
 
 void pc_collect_stats(hc_stats *out) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     out->page_cache_free_bytes += (pc_totals.free_pages - pc_totals.released_pages) << HC_PAGE_SHIFT;
     out->released_bytes += pc_totals.released_pages << HC_PAGE_SHIFT;
     out->bytes_in_use += (pc_totals.large_pages + pc_totals.direct_pages) << HC_PAGE_SHIFT;
@@ -24,7 +24,7 @@ void pc_collect_stats(hc_stats *out) {
 }
 
 void pc_get_census(pc_census *out) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     *out = pc_totals;
     hc_span *longest = pc_free_span_longest();
@@ -84,7 +84,7 @@ static const char *check_locked(void) {
 }
 
 const char *pc_check(void) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     const char *broken = check_locked();
     hc_lock_unlock(&pc_lock);
@@ -98,7 +98,7 @@ const char *pc_check(void) {
  * the walk jumps to its end, so entries inside a free span (maybe stale)
  * are never read. An entry counts only if its record starts at that page. */
 void pc_visit_spans(pc_span_visitor visit, void *arg) {
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     for (uintptr_t page = 0; page < PM_PAGE_ID_LIMIT;) {
         pm_leaf *leaf = pm_leaf_of(page);
         if (leaf == NULL) {

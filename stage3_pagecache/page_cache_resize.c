@@ -33,7 +33,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
         return -1;
     size_t extra = pages - s->page_count;
     int grown = 0;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call();
     hc_span *next = free_span_starting_at(span_end_page(s));
@@ -64,7 +64,7 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
 int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     size_t cut = s->page_count - pages;
     uintptr_t tail_page = s->start_page + pages;
-    HC_TRACE_LOCK_ACQUIRE(&pc_lock, 0);
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     pc_lists_init_once();
     pc_policy_before_call();
     if (s->direct) {
