@@ -19,7 +19,7 @@
  * thread's large blocks and new spans go through it, a hold is a search, a
  * split or a merge and the page map's entries of one span, and a waiter
  * that slept at once would pay more in futex calls and task switches than
- * the hold it waits for (docs/stage3.md, section 6). */
+ * the hold it waits for (page_cache_lock_test). */
 extern hc_lock pc_lock;
 
 /* pc_free_lists[n]: free spans of exactly n pages (1..PC_MAX_LIST_PAGES);
