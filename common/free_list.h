@@ -28,9 +28,15 @@
  * A double free the fast path lets through (it has no check) leaves an
  * object on a list twice, the list looping back on itself. fl_pop_range,
  * which every batch cut from a list goes through, stops the program when
- * the cut ends inside such a cycle (of up to the batch's length), or leaves
- * a list that is empty by its count but not by its head: a cycle never
- * reaches another layer as a batch whose count lies. */
+ * the cut ends inside such a cycle (of up to the batch's length), when it
+ * leaves a list that is empty by its count but not by its head, or when
+ * the list ends before its count says: a cut sets its last link to NULL,
+ * so a longer cycle, cut batch by batch, leads a later cut back into an
+ * earlier one and to that NULL, within its own walk or the check's. A
+ * cycle never reaches another layer as a batch whose count lies, nor, as
+ * long as the earlier batch's links are as it left them (the central
+ * cache relinks only what goes back to spans), as a batch of objects
+ * already given back. */
 #ifndef HC_FREE_LIST_H_
 #define HC_FREE_LIST_H_
 
@@ -203,7 +209,7 @@ HC_INLINE void fl_push_range(hc_free_list *list, void *first, void *last, uint32
  * with *first / *last set to its ends (both NULL when the list was empty). */
 HC_INLINE uint32_t fl_pop_range(hc_free_list *list, uint32_t n, void **first, void **last) {
     void *head = list->head, *tail = NULL, *obj = head;
-    uint32_t taken = 0;
+    uint32_t taken = 0, length = fl_length(list);
     while (taken < n && obj != NULL) {
         tail = obj;
         obj = fl_next(obj);
@@ -212,12 +218,18 @@ HC_INLINE uint32_t fl_pop_range(hc_free_list *list, uint32_t n, void **first, vo
     if (tail != NULL) fl_set_next(tail, NULL);
     /* A node met twice (a double free the fast path let through) means a
      * cycle, and the cut ends inside it: then what is left of the list
-     * leads back to the cut's tail within `taken` links. */
+     * leads back to the cut's tail within `taken` links. A longer cycle,
+     * cut before, leads into the earlier cut and ends at its NULL: the list
+     * ends before its count, in this cut's walk or in this walk. */
     uint32_t steps = 0;
-    for (void *p = obj; p != NULL && steps < taken; p = fl_next(p), steps++)
+    void *p = obj;
+    for (; p != NULL && steps < taken; p = fl_next(p), steps++)
         if (HC_UNLIKELY(p == tail))
             hc_fatal_pointer_why("free(): double free detected of", tail,
                                  "a thread's free list holds it twice");
+    if (HC_UNLIKELY(p == NULL && taken + steps < length))
+        hc_fatal_pointer_why("free(): double free detected of", tail,
+                             "a thread's free list ends before its count says: it loops back into a cut");
     list->head = obj;
     fl_set_room(list, list->room + taken);
     /* Empty by its count, yet a head: mallocs have popped into a cycle. */

@@ -1,5 +1,8 @@
 // common/free_list_test.cc — intrusive lists: push, pop and ranges.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 extern "C" {
 #include "common/free_list.h"
@@ -112,6 +115,44 @@ TEST(FreeListDeathTest, AListEmptyByItsCountButWithAHeadStops) {
     void *first, *last;
     EXPECT_DEATH(fl_pop_range(&list, 0, &first, &last),
                  "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(a thread's free list holds it more often");
+}
+
+// x freed, then 600 others, then x again: x -> o600 -> ... -> o1 -> x, a
+// cycle of 601, longer than two cuts of 256 (a long give-back's pieces).
+// The first cut breaks it (its last link is NULL); the cut that comes back
+// round into it must stop the program before it returns any object of the
+// first cut a second time. The death test's child gives back 1,000 objects
+// in cuts of 256, as tc_give_back does, and exits quietly if one comes out
+// twice (then the test fails).
+Obj looped[1200];
+
+void GiveBackALoopedListInCuts() {
+    hc_free_list list = {};
+    for (int i = 601; i < 1200; i++) fl_push(&list, &looped[i]);  // older: unreachable below
+    for (int i = 0; i <= 600; i++) fl_push(&list, &looped[i]);
+    fl_push(&list, &looped[0]);  // x again
+    static bool given[1200];
+    for (uint32_t n = 1000; n > 0;) {
+        void *first, *last;
+        uint32_t taken = fl_pop_range(&list, n < 256 ? n : 256, &first, &last);
+        if (taken == 0) break;
+        for (void *o = first; o != NULL; o = o == last ? NULL : fl_next(o)) {
+            long i = (Obj *)o - looped;
+            if (given[i]) {
+                fprintf(stderr, "object %ld given back twice\n", i);
+                _exit(0);
+            }
+            given[i] = true;
+        }
+        n -= taken;
+    }
+    _exit(0);
+}
+
+TEST(FreeListDeathTest, ACutThatLoopsBackIntoAnEarlierCutStops) {
+    UnpoisonedOnExit unpoison(looped, sizeof looped);
+    EXPECT_DEATH(GiveBackALoopedListInCuts(),
+                 "double free detected of 0x[0-9a-f]+ \\(a thread's free list ends before its count says");
 }
 
 TEST(FreeList, ACutOfAnHonestListTouchesNothingElse) {

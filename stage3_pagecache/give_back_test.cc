@@ -57,4 +57,25 @@ TEST(GiveBack, ALongListGoesBackATripAtATime) {
     }).join();
 }
 
+// The sized API's fast path trusts its caller: a block freed twice with
+// more than a trip of frees between sits on the list twice, the list
+// looping back through a part already cut off. A long give-back cuts it a
+// trip at a time; the cut that reaches a part already given back finds the
+// list ending before its count says, and stops the program before that
+// cut reaches the central cache.
+TEST(GiveBackDeathTest, AListLoopingBackPastATripStopsALongGiveBack) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            const size_t size = 64;
+            std::vector<void *> ptrs;
+            for (int i = 0; i < 3000; i++) ptrs.push_back(hc_malloc(size));
+            hc_free_sized(ptrs[0], size);
+            for (int i = 1; i <= 4 * (int)cc_return_max(sc_index(size)); i++) hc_free_sized(ptrs[i], size);
+            hc_free_sized(ptrs[0], size);  // again: the list now loops back to it
+            hc_thread_flush();
+        },
+        "double free");  // the debug and hardened builds stop it at the call
+}
+
 }  // namespace
