@@ -58,11 +58,12 @@ TEST(GiveBack, ALongListGoesBackATripAtATime) {
 }
 
 // The sized API's fast path trusts its caller: a block freed twice with
-// more than a trip of frees between sits on the list twice, the list
-// looping back through a part already cut off. A long give-back cuts it a
-// trip at a time; the cut that reaches a part already given back finds the
-// list ending before its count says, and stops the program before that
-// cut reaches the central cache.
+// more than two trips of frees between sits on the list twice, in a loop
+// longer than one cut's own check sees. A long give-back cuts it a trip
+// at a time; the cut that comes back round into a part already given back
+// finds the list longer than its count (as here, where the flush takes the
+// whole count) or ending before it (common/free_list_test.cc), and stops
+// the program before that cut reaches the central cache.
 TEST(GiveBackDeathTest, AListLoopingBackPastATripStopsALongGiveBack) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_DEATH(

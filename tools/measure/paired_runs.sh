@@ -77,6 +77,7 @@ for ((i = 1; i <= pairs; i++)); do
     else
         a=$(run "$after"); b=$(run "$before")
     fi
+    [ -n "$b" ] && [ -n "$a" ] || { echo "paired_runs: a run printed no time (see driver_malloc's output)" >&2; exit 1; }
     echo "$b $a" >>"$scratch/pairs"
     awk -v i="$i" '{ printf "%4d  %9.1f  %8.1f  %12.3f\n", i, $1 / 1e6, $3 / 1e6, $3 / $1 }' <<<"$b $a"
 done
