@@ -448,6 +448,14 @@ static int large_resize_in_place(hc_span *span, size_t size) {
         return 0;
     if (pages == span->page_count)
         return 1;
+    /* A direct mapping keeps the slack a growth gave it (large_alloc_for_
+     * growth: half again): cut, its tail would be unmapped, and since a
+     * mapping cannot grow in place, the next step of a buffer grown past
+     * PC_DIRECT_MAP_BYTES by small steps would copy it whole, every other
+     * realloc. Only a block that gives up more than a third of its
+     * mapping is cut. */
+    if (span->direct && pages < span->page_count && pages * 3 >= span->page_count * 2)
+        return 1;
     if (pages > span->page_count)
         return pc_grow_span_in_place(span, pages) == 0;
     return pc_shrink_span_in_place(span, pages) == 0;

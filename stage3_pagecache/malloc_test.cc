@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -241,6 +242,30 @@ TEST(Malloc, VeryLargeBlocksGoBackToTheOS) {
     p[size - 1] = 1;
     hc_free(p);
     EXPECT_LT(Stats().os_mapped_bytes, mapped + size) << "unmapped at once";
+}
+
+// A buffer grown by small steps past PC_DIRECT_MAP_BYTES: each move gives
+// the block half again as much mapping, and the steps that follow stay in
+// it, so the block moves a few times, not once every other step (a copy
+// of the whole block each time).
+TEST(Malloc, AMappingGrownBySmallStepsMovesOnlyAFewTimes) {
+    const size_t step = 64 << 10;
+    size_t size = PC_DIRECT_MAP_BYTES - 4 * step;
+    char *p = static_cast<char *>(hc_malloc(size));
+    ASSERT_NE(p, nullptr);
+    p[0] = 'a';
+    int moves = 0, steps = 0;
+    for (; size < PC_DIRECT_MAP_BYTES + (PC_DIRECT_MAP_BYTES / 2); size += step, steps++) {
+        char *grown = static_cast<char *>(hc_realloc(p, size + step));
+        ASSERT_NE(grown, nullptr);
+        moves += grown != p;
+        p = grown;
+        p[size + step - 1] = 'z';
+    }
+    EXPECT_EQ(p[0], 'a') << "the contents moved with the block";
+    std::printf("%d moves in %d steps of 64 KiB past %zu MiB\n", moves, steps, PC_DIRECT_MAP_BYTES >> 20);
+    EXPECT_LE(moves, 4);
+    hc_free(p);
 }
 
 TEST(Malloc, StatsFillEveryField) {
