@@ -1,4 +1,4 @@
-/* common/os.c — mmap, munmap and madvise, with failure reported and counted. */
+/* common/os.c — mmap, mremap, munmap and madvise, with failure reported and counted. */
 #define _GNU_SOURCE
 #include "common/os.h"
 
@@ -112,6 +112,33 @@ void os_unmap(void *addr, size_t bytes) {
     if (munmap(addr, bytes) == 0)
         atomic_fetch_sub(&os_mapped, bytes);
     errno = saved_errno;
+}
+
+int os_grow_in_place(void *addr, size_t bytes, size_t new_bytes) {
+    void (*observer)(size_t) = atomic_load_explicit(&os_map_observer, memory_order_acquire);
+    if (observer != NULL)
+        observer(new_bytes - bytes);
+    if (os_injected_failure())
+        return -1;
+    int saved_errno = errno;
+    void *p = mremap(addr, bytes, new_bytes, 0);
+    errno = saved_errno;
+    if (p == MAP_FAILED)
+        return -1;
+    atomic_fetch_add(&os_mapped, new_bytes - bytes);
+    return 0;
+}
+
+int os_move_mapping(void *addr, size_t bytes, void *dest, size_t new_bytes) {
+    int saved_errno = errno;
+    /* As os_unmap: a checker's view of the old range ends with it. */
+    track_internal_begin(addr, bytes);
+    void *p = mremap(addr, bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
+    errno = saved_errno;
+    if (p == MAP_FAILED)
+        return -1;
+    atomic_fetch_sub(&os_mapped, bytes); /* dest's bytes were counted when os_map made it */
+    return 0;
 }
 
 int os_release(void *addr, size_t bytes) {

@@ -27,6 +27,18 @@ void *os_map_at(void *addr, size_t bytes);
  * nor os_release changes errno: free calls them. */
 void os_unmap(void *addr, size_t bytes);
 
+/* Grows the mapping [addr, addr + bytes) to new_bytes where it lies (the
+ * kernel's mremap, not allowed to move it): 0, or -1 with nothing changed
+ * when the pages after it are taken. Counted, observed and refused by the
+ * test hooks as a mapping of the extra bytes is. */
+int os_grow_in_place(void *addr, size_t bytes, size_t new_bytes);
+
+/* Moves the mapping [addr, addr + bytes) onto `dest`, a mapping of
+ * new_bytes (at least `bytes`) that os_map made for it, which it replaces:
+ * the kernel carries the pages over in its page tables, no byte is copied,
+ * and nothing is mapped at addr afterwards. 0, or -1 with nothing changed. */
+int os_move_mapping(void *addr, size_t bytes, void *dest, size_t new_bytes);
+
 /* Gives the physical pages back (MADV_DONTNEED) but keeps the address range:
  * the next touch faults in a zeroed page. Returns 0, or -1 if the kernel
  * refused (the memory is then simply still resident); errno is unchanged. */

@@ -478,10 +478,33 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
     return span_start(span);
 }
 
+/* A block mapped directly that must grow: the page cache has the kernel
+ * grow or move its mapping (pc_grow_direct_span), half as many pages again
+ * as it had when that is more than it asks for, as a copy would get. A
+ * watched block is left to the copy, which gives the layer's record its new
+ * address. NULL with the block untouched when that cannot be done. */
+static void *large_grow_direct(hc_span *span, size_t size, size_t old) {
+    size_t pages = large_pages(size), with_slack = large_pages(old) + large_pages(old) / 2;
+    if (pages == 0 || (BLOCK_HOOKS_WATCH && span->layer_record != NULL))
+        return NULL;
+    void *was = span_start(span);
+    track_free(was, old); /* before the move, which clears what a checker knew of the old range */
+    if ((with_slack <= pages || pc_grow_direct_span(span, with_slack) != 0) &&
+        pc_grow_direct_span(span, pages) != 0) {
+        track_alloc(was, old, 1);
+        return NULL;
+    }
+    void *now = span_start(span);
+    track_internal_end(now, span_bytes(span)); /* past the block's size: no one's, as direct_map says */
+    track_alloc(now, size, 1);
+    return now;
+}
+
 /* realloc(p, 0) frees p and returns NULL, as glibc does. A small block stays
  * where it is when the new size needs the same class (then hc_free_sized with
  * the new size still finds the right class: so no slack for small blocks); a
- * large one is resized in place when it can be (above). Otherwise: a new
+ * large one is resized in place when it can be (above), and a direct
+ * mapping that grows is moved by the kernel (above). Otherwise: a new
  * block, a copy, and the old one freed; if the new block cannot be had, NULL
  * with ENOMEM and the old block untouched. */
 /* realloc of a guarded block of `usable` bytes (common/harden_guard.h). */
@@ -519,6 +542,9 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
         track_resize(ptr, block_size(span), size);
         return ptr;
     }
+    void *moved = span->direct && size > old ? large_grow_direct(span, size, old) : NULL;
+    if (moved != NULL)
+        return moved;
     void *fresh = size > old ? large_alloc_for_growth(size, old) : hc_malloc(size);
     if (fresh == NULL)
         return NULL;

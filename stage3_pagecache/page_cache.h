@@ -108,6 +108,12 @@ void pc_free_span(hc_span *span);
 int pc_grow_span_in_place(hc_span *s, size_t pages);
 int pc_shrink_span_in_place(hc_span *s, size_t pages);
 
+/* realloc of a block mapped directly: makes `s` `pages` pages long (more
+ * than now), where it lies or moved by the kernel with its contents
+ * (mremap: no copy); span_start(s) is then the block's address. 0, or -1
+ * with nothing changed (not direct, over a limit, no memory). */
+int pc_grow_direct_span(hc_span *s, size_t pages);
+
 /* The in-use span that covers address p, or NULL when p is in no span the
  * allocator has handed out (not ours, or inside a free span). Lock-free:
  * stale entries are filtered by checking the span really covers p. */

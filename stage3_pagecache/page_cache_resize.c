@@ -1,12 +1,13 @@
 /* stage3_pagecache/page_cache_resize.c — layer 3: where a large block is
  * placed (pc_large_block_start), and a large block resized in place, for
- * realloc (page_cache.h: pc_grow_span_in_place, pc_shrink_span_in_place).
+ * realloc (page_cache.h: pc_grow_span_in_place, pc_shrink_span_in_place),
+ * or, mapped directly, grown by the kernel (pc_grow_direct_span).
  * A block grows into the free span right after it, or, at the heap's edge,
  * into pages mapped right after it; it shrinks by giving its tail back,
  * which merges. Under pc_lock, with the policy's hooks, like every
  * page-cache call.
  * May touch: what page_cache.c shares through page_cache_internal.h, the
- * page map, common/os.h (a direct mapping's tail), the policy hooks. */
+ * page map, common/os.h (a direct mapping's tail and moves), the policy hooks. */
 #include "common/os.h"
 #include "common/trace.h"
 #include "stage3_pagecache/page_cache.h"
@@ -59,6 +60,53 @@ int pc_grow_span_in_place(hc_span *s, size_t pages) {
     pc_policy_after_call();
     hc_lock_unlock(&pc_lock);
     return grown ? 0 : -1;
+}
+
+/* A direct mapping is its own mmap: nothing of the heap lies after it to
+ * grow into, and copying it to a bigger one reads and writes every byte
+ * and holds both at once. The kernel can do better (mremap): grow it where
+ * it lies if the addresses after it are unused, else carry its pages over
+ * to a new place in its page tables, without copying a byte. The new place
+ * is mapped and its page-map nodes made first, so the move is the last
+ * step that can fail; the old entries are cleared before it, since the
+ * kernel may give the old range to another caller at once. */
+int pc_grow_direct_span(hc_span *s, size_t pages) {
+    if (!s->direct || pages <= s->page_count || pages > PC_MAX_PAGES)
+        return -1;
+    size_t old_pages = s->page_count, extra = pages - old_pages;
+    char *old = span_start(s);
+    size_t old_bytes = old_pages << HC_PAGE_SHIFT, bytes = pages << HC_PAGE_SHIFT;
+    int grown = -1;
+    HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
+    pc_policy_before_call();
+    if (!pc_policy_may_grow(extra, 0)) {
+        hc_lock_unlock(&pc_lock);
+        return -1;
+    }
+    if (pm_ensure(span_end_page(s), extra) == 0 && os_grow_in_place(old, old_bytes, bytes) == 0) {
+        pm_set_range(span_end_page(s), extra, s);
+        grown = 0;
+    } else {
+        char *place = os_map_aligned(bytes, HC_PAGE_SIZE);
+        if (place != NULL && pm_ensure(span_page_of(place), pages) == 0) {
+            pm_set_range(s->start_page, old_pages, NULL);
+            if (os_move_mapping(old, old_bytes, place, bytes) == 0) {
+                s->start_page = span_page_of(place);
+                pm_set_range(s->start_page, pages, s);
+                grown = 0;
+            } else {
+                pm_set_range(s->start_page, old_pages, s);
+            }
+        }
+        if (grown != 0 && place != NULL)
+            os_unmap(place, bytes);
+    }
+    if (grown == 0) {
+        s->page_count = pages;
+        pc_totals.direct_pages += extra;
+    }
+    hc_lock_unlock(&pc_lock);
+    return grown;
 }
 
 int pc_shrink_span_in_place(hc_span *s, size_t pages) {
