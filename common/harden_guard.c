@@ -1,6 +1,7 @@
 /* common/harden_guard.c — the hardened build's guarded blocks (harden_guard.h):
  * one mapping per block, a table from block start to mapping, and the
- * quarantine of freed mappings. Empty in the default build. Never calls
+ * quarantine of freed mappings; its leaf lock is harden_leaf_lock.c's.
+ * Empty in the default build. Never calls
  * malloc: the table is mapped from the OS, reports go through fatal.c.
  * Locking: one leaf lock (harden_guard.h) for the table, the quarantine
  * and the spares, never held across a system call but the table's rare
@@ -13,12 +14,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "common/lock.h"
 #include "common/os.h"
 #include "common/size_class.h"
 
@@ -169,7 +167,7 @@ static guard_mapping spare_put(guard_mapping m) {
 
 static harden_leaf_lock_t guard_lock = HARDEN_LEAF_LOCK_INITIALIZER;
 static int guard_lock_held_before_fork;
-static int leaf_reentered(const harden_leaf_lock_t *lock);
+static int guarded_free(void *p, int emptied);
 
 static size_t slot_of(uintptr_t user, size_t cap) {
     return (size_t)(((user >> 4) * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (cap - 1);
@@ -245,11 +243,13 @@ static int insert_locked(uintptr_t user, uintptr_t base, size_t len, uintptr_t f
     return 0;
 }
 
-void *harden_guarded_alloc(size_t size) {
-    size_t page = os_page_size();
-    if (size > ((size_t)1 << 46)) /* more than the address space could hold */
-        return NULL;
-    int saved_errno = errno; /* the caller falls back to an unguarded block */
+/* The mapping a block of `size` bytes needs: its alignment, its data
+ * part, its whole length. */
+typedef struct {
+    size_t align, data, len;
+} guard_shape;
+
+static guard_shape shape_of(size_t size, size_t page) {
     /* Right-aligned to the largest power of two dividing size (at most
      * HC_PAGE_SIZE, at least 16); an alignment above a page needs up to
      * that much more room for the block's end to meet a page. */
@@ -258,10 +258,39 @@ void *harden_guarded_alloc(size_t size) {
     size_t data = (size + page - 1) & ~(page - 1);
     if (align > page)
         data += align - page;
-    size_t len = HARDEN_GUARD_BELOW + data + page;
+    return (guard_shape){align, data, HARDEN_GUARD_BELOW + data + page};
+}
+
+/* A fresh no-access mapping of `len` bytes, counted; NULL when
+ * HARDEN_GUARD_MAX_MAPPINGS are in use or the kernel refuses, errno
+ * unchanged. */
+static char *map_guarded(size_t len) {
+    if (__atomic_fetch_add(&mappings, 1, __ATOMIC_RELAXED) >= HARDEN_GUARD_MAX_MAPPINGS) {
+        __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
+        return NULL; /* enough of the process's memory areas */
+    }
+    int saved_errno = errno;
+    char *base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED && harden_guarded_drain() != 0) /* freed blocks held the room */
+        base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    errno = saved_errno;
+    if (base == MAP_FAILED) {
+        __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return base;
+}
+
+void *harden_guarded_alloc(size_t size) {
+    size_t page = os_page_size();
+    if (size > ((size_t)1 << 46)) /* more than the address space could hold */
+        return NULL;
+    int saved_errno = errno; /* the caller falls back to an unguarded block */
+    guard_shape shape = shape_of(size, page);
+    size_t align = shape.align, data = shape.data, len = shape.len;
     char *base = NULL;
     guard_mapping spare = {0, 0, 0, 0, 0};
-    if (leaf_reentered(&guard_lock))
+    if (harden_leaf_reentered(&guard_lock))
         return NULL; /* from a signal handler inside the table's section: unguarded */
     harden_leaf_lock(&guard_lock);
     spare = spare_take(len);
@@ -282,20 +311,8 @@ void *harden_guarded_alloc(size_t size) {
         base = (char *)spare.base;
     }
     harden_leaf_unlock(&guard_lock);
-    if (base == NULL) {
-        if (__atomic_fetch_add(&mappings, 1, __ATOMIC_RELAXED) >= HARDEN_GUARD_MAX_MAPPINGS) {
-            __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
-            return NULL; /* enough of the process's memory areas: unguarded */
-        }
-        base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (base == MAP_FAILED && harden_guarded_drain() != 0) /* freed blocks held the room */
-            base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        errno = saved_errno;
-        if (base == MAP_FAILED) {
-            __atomic_fetch_sub(&mappings, 1, __ATOMIC_RELAXED);
-            return NULL;
-        }
-    }
+    if (base == NULL && (base = map_guarded(len)) == NULL)
+        return NULL; /* unguarded */
     guard_place at = place_in((uintptr_t)base, size, data, align, page);
     uintptr_t user = at.user, first = at.first, end = at.end; /* end: the guard after */
     /* A kept spare of another shape (readable) is made no-access first; a
@@ -325,6 +342,97 @@ void *harden_guarded_alloc(size_t size) {
         return NULL;
     }
     return (void *)user;
+}
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4 /* Linux 5.7; older headers lack the name */
+#endif
+
+/* Under guard_lock: the live entry of a block that was never handed out
+ * (a move that did not happen) taken out again. */
+static void forget_locked(uintptr_t user, uintptr_t first, uintptr_t end) {
+    guard_entry *e = find(user);
+    e->user = GUARD_GONE;
+    live--;
+    live_usable_bytes -= end - user;
+    live_page_bytes -= end - first;
+}
+
+void *harden_guarded_move(void *p, size_t size) {
+    size_t page = os_page_size();
+    if (size > ((size_t)1 << 46) || harden_leaf_reentered(&guard_lock))
+        return NULL;
+    harden_leaf_lock(&guard_lock);
+    guard_entry *e = find((uintptr_t)p);
+    guard_entry old = e != NULL ? *e : (guard_entry){0, 0, 0, 0};
+    harden_leaf_unlock(&guard_lock);
+    if (old.user == 0 || size <= old.usable)
+        return NULL;
+    uintptr_t old_first = old.user & ~(uintptr_t)(page - 1);
+    size_t moved = old.user + old.usable - old_first; /* its pages: they end at its guard */
+    guard_shape shape = shape_of(size, page);
+    /* Its offset in its first page must stay; that offset does not depend
+     * on where the mapping lies (a page boundary, and an alignment above a
+     * page puts the block on one), so it is known before mapping. */
+    if ((place_in(0, size, shape.data, shape.align, page).user & (page - 1)) != (old.user & (page - 1)))
+        return NULL;
+    char *base = map_guarded(shape.len);
+    if (base == NULL)
+        return NULL;
+    guard_place at = place_in((uintptr_t)base, size, shape.data, shape.align, page);
+    size_t added = at.end - at.first - moved;
+    /* Recorded at its new place first, so that the move is never undone
+     * for want of room in the table. */
+    harden_leaf_lock(&guard_lock);
+    int recorded = insert_locked(at.user, (uintptr_t)base, shape.len, at.first, at.end);
+    harden_leaf_unlock(&guard_lock);
+    int saved_errno = errno;
+    /* The pages carried over; the old range stays mapped, empty (the
+     * kernel's MREMAP_DONTUNMAP), so no one else's mapping can land where a
+     * stale pointer would find it, and free quarantines it as it does a
+     * freed block's. */
+    if (recorded == 0 && mremap((void *)old_first, moved, moved, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                                (void *)at.first) == MAP_FAILED) {
+        harden_leaf_lock(&guard_lock);
+        forget_locked(at.user, at.first, at.end);
+        harden_leaf_unlock(&guard_lock);
+        recorded = -1;
+    }
+    if (recorded != 0) {
+        unmap_guarded((uintptr_t)base, shape.len);
+        errno = saved_errno;
+        return NULL;
+    }
+    /* The moved pages' area grown over the block's new pages: one area of
+     * the kernel's. Opened by a protection change instead, the new pages
+     * would be an area of their own that cannot merge with the moved one,
+     * so a buffer grown a page at a time would be a thousand areas after a
+     * thousand steps, and each move carries them all (4 ms a move at
+     * 4 MiB). Between the two calls the gap is free; should another
+     * thread's mapping land in it, the pages go back and the buffer is
+     * copied instead. The range they leave is free too (another mapping
+     * may land there at once): only the ends of the new place are
+     * unmapped. */
+    munmap((void *)(at.first + moved), added);
+    if (mremap((void *)at.first, moved, moved + added, 0) == MAP_FAILED) {
+        uintptr_t ours_up_to = at.first;
+        if (mremap((void *)at.first, moved, moved, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)old_first) == MAP_FAILED) {
+            memcpy((void *)old_first, (void *)at.first, moved); /* the old range is still ours, and writable */
+            ours_up_to = at.first + moved;
+        }
+        munmap(base, ours_up_to - (uintptr_t)base);
+        unmap_guarded(at.end, (uintptr_t)base + shape.len - at.end);
+        harden_leaf_lock(&guard_lock);
+        forget_locked(at.user, at.first, at.end);
+        harden_leaf_unlock(&guard_lock);
+        errno = saved_errno;
+        return NULL;
+    }
+    if (at.end - at.first >= HARDEN_GUARD_HUGE_BYTES) /* as harden_guarded_alloc asks */
+        madvise((void *)at.first, at.end - at.first, MADV_HUGEPAGE);
+    guarded_free(p, 1);
+    errno = saved_errno;
+    return (void *)at.user;
 }
 
 size_t harden_guarded_size(const void *p) {
@@ -410,91 +518,19 @@ size_t harden_guarded_drain(void) {
     return bytes;
 }
 
-#define LEAF_WAITERS (1u << 31)
-
-/* This thread's id in a leaf lock's word: a count, not the kernel's thread
- * id, which changes in a fork's child and comes back for later threads.
- * The child's one thread keeps its id, and its later threads count on. */
-static HC_THREAD_LOCAL unsigned leaf_thread_id;
-static unsigned leaf_ids_given;
-
-static unsigned leaf_id(void) {
-    unsigned id = leaf_thread_id;
-    while (HC_UNLIKELY(id == 0)) /* first use; 0 again after 2^31 threads */
-        id = (__atomic_add_fetch(&leaf_ids_given, 1, __ATOMIC_RELAXED)) & ~LEAF_WAITERS;
-    leaf_thread_id = id;
-    return id;
-}
-
-static void leaf_take(harden_leaf_lock_t *lock) {
-    unsigned me = leaf_id(), seen = 0;
-    if (__atomic_compare_exchange_n(&lock->word, &seen, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return;
-    for (;;) {
-        /* Taken from a queue: others may still wait, so the bit stays. */
-        if (seen == 0) {
-            if (__atomic_compare_exchange_n(&lock->word, &seen, me | LEAF_WAITERS, 0,
-                                            __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-                return;
-            continue;
-        }
-        if ((seen & LEAF_WAITERS) == 0 &&
-            !__atomic_compare_exchange_n(&lock->word, &seen, seen | LEAF_WAITERS, 0,
-                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            continue;
-        syscall(SYS_futex, &lock->word, FUTEX_WAIT_PRIVATE, seen | LEAF_WAITERS, NULL, NULL, 0);
-        seen = __atomic_load_n(&lock->word, __ATOMIC_RELAXED);
-    }
-}
-
-/* One atomic exchange lets go: no moment where the word names this thread
- * but the lock is free, or the reverse. */
-static void leaf_give(harden_leaf_lock_t *lock) {
-    if (__atomic_exchange_n(&lock->word, 0, __ATOMIC_RELEASE) & LEAF_WAITERS)
-        syscall(SYS_futex, &lock->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* 1 when this thread holds `lock` outside a fork's prepare: a signal
- * handler that interrupted this thread's section has called back into the
- * allocator (in the process, or in the child of a fork it made). Waiting
- * would wait for itself, and the section's data is half written. */
-static int leaf_reentered(const harden_leaf_lock_t *lock) {
-    return !hc_lock_fork_owner && (__atomic_load_n(&lock->word, __ATOMIC_RELAXED) & ~LEAF_WAITERS) == leaf_id();
-}
-
-void harden_leaf_lock(harden_leaf_lock_t *lock) {
-    if (!hc_lock_fork_owner)
-        leaf_take(lock);
-}
-
-void harden_leaf_unlock(harden_leaf_lock_t *lock) {
-    if (!hc_lock_fork_owner)
-        leaf_give(lock);
-}
-
-int harden_leaf_fork_lock(harden_leaf_lock_t *lock) {
-    if ((__atomic_load_n(&lock->word, __ATOMIC_RELAXED) & ~LEAF_WAITERS) == leaf_id())
-        return 1; /* this thread's, in the section the signal interrupted */
-    leaf_take(lock);
-    return 0;
-}
-
-void harden_leaf_fork_unlock(harden_leaf_lock_t *lock, int held_before, int in_child) {
-    if (in_child) /* nobody waits in the child: its one thread's, or free */
-        __atomic_store_n(&lock->word, held_before ? leaf_id() : 0, __ATOMIC_RELAXED);
-    else if (!held_before)
-        leaf_give(lock);
-}
-
 void harden_guard_fork_lock(void) { guard_lock_held_before_fork = harden_leaf_fork_lock(&guard_lock); }
 void harden_guard_fork_unlock(int in_child) {
     harden_leaf_fork_unlock(&guard_lock, guard_lock_held_before_fork, in_child);
 }
 
-int harden_guarded_free(void *p) {
+int harden_guarded_free(void *p) { return guarded_free(p, 0); }
+
+/* harden_guarded_free; `emptied`: its pages were moved away (a move), so
+ * there is nothing to keep or hold, and its mapping is dropped. */
+static int guarded_free(void *p, int emptied) {
     /* From a signal handler inside the table's section, the table cannot be
      * read: the block, guarded or large, is left to the program's end. */
-    if (leaf_reentered(&guard_lock))
+    if (harden_leaf_reentered(&guard_lock))
         return 1;
     int saved_errno = errno; /* free never changes errno (POSIX 2024; glibc's tst-free-errno) */
     harden_leaf_lock(&guard_lock);
@@ -503,7 +539,9 @@ int harden_guarded_free(void *p) {
     if (e != NULL) {
         uintptr_t first = e->user & ~(uintptr_t)(os_page_size() - 1), end = e->user + e->usable;
         gone = (guard_mapping){e->base, e->len, 0, 0, 0};
-        if (end - first <= HARDEN_GUARD_KEEP_BYTES)
+        if (emptied)
+            ;
+        else if (end - first <= HARDEN_GUARD_KEEP_BYTES)
             gone.first = first, gone.end = end;
         else if (held_bytes + (end - first) <= HARDEN_GUARD_HOLD_BYTES)
             gone.held = end - first, held_bytes += gone.held;

@@ -32,7 +32,9 @@
  * HARDEN_GUARD_HOLD_BYTES holds its pages, a memset at the malloc that
  * reuses them, else a fault per page touched (per huge page from
  * HARDEN_GUARD_HUGE_BYTES); a fresh mapping
- * two more (map, and unmap when it leaves the spares); and a table look-up
+ * two more (map, and unmap when it leaves the spares); a realloc that
+ * grows, a move: of the block's pages by the kernel when it grows by whole
+ * pages (harden_guarded_move), else a copy; and a table look-up
  * under one lock (a leaf lock, below) per call. Blocks under HARDEN_GUARD_MIN_SIZE, and every
  * fast path, pay nothing (docs/design.md, section 6).
  *
@@ -124,6 +126,17 @@ HC_INLINE int harden_guards(size_t size) { return size >= HARDEN_GUARD_MIN_SIZE;
  * process or in a child it forked): the section cannot be waited for. */
 void *harden_guarded_alloc(size_t size);
 
+/* realloc of guarded block `p` to `size` bytes, more than it holds: a new
+ * guarded mapping, into which the kernel carries the block's pages
+ * (mremap), no byte copied; the old addresses then fault, or read as zeros
+ * and are checked, as a freed block's do (the quarantine). Done only when
+ * the block keeps its offset in its first page, which a size grown by
+ * whole pages does; NULL, errno and the block unchanged, otherwise, or when
+ * the kernel cannot (Linux before 5.7) or no mapping can be had: the
+ * caller copies. A buffer grown by 4 KiB steps was copied whole at every
+ * step, quadratic in its size. */
+void *harden_guarded_move(void *p, size_t size);
+
 /* Bytes usable at `p` if it is a guarded block's start, else 0: a pointer
  * anywhere else (inside one, or a freed one) is not a guarded block. */
 size_t harden_guarded_size(const void *p);
@@ -182,6 +195,11 @@ typedef struct {
  * may allocate). */
 void harden_leaf_lock(harden_leaf_lock_t *lock);
 void harden_leaf_unlock(harden_leaf_lock_t *lock);
+/* 1 when this thread holds `lock` outside a fork's prepare: a signal
+ * handler that interrupted this thread's section has called back into the
+ * allocator (in the process, or in the child of a fork it made). Waiting
+ * would wait for itself, and the section's data is half written. */
+int harden_leaf_reentered(const harden_leaf_lock_t *lock);
 int harden_leaf_fork_lock(harden_leaf_lock_t *lock);
 void harden_leaf_fork_unlock(harden_leaf_lock_t *lock, int held_before, int in_child);
 
@@ -189,6 +207,7 @@ void harden_leaf_fork_unlock(harden_leaf_lock_t *lock, int held_before, int in_c
 
 HC_INLINE int harden_guards(size_t size) { (void)size; return 0; }
 HC_INLINE void *harden_guarded_alloc(size_t size) { (void)size; return NULL; }
+HC_INLINE void *harden_guarded_move(void *p, size_t size) { (void)p; (void)size; return NULL; }
 HC_INLINE size_t harden_guarded_size(const void *p) { (void)p; return 0; }
 HC_INLINE int harden_guarded_free(void *p) { (void)p; return 0; }
 HC_INLINE void harden_guarded_collect_stats(hc_stats *out) { (void)out; }

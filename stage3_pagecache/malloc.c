@@ -524,8 +524,10 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
     size_t guarded = harden_guarded_size(ptr);
     if (guarded != 0 && size != 0 && size <= guarded)
         return ptr; /* it fits: realloc to malloc_usable_size keeps a block (glibc's tst-realloc) */
-    if (guarded != 0) /* hardened: a block that grows moves, so a stale pointer faults */
-        return realloc_guarded(ptr, guarded, size);
+    if (guarded != 0) { /* hardened: a block that grows moves, so a stale pointer faults */
+        void *moved = size != 0 ? harden_guarded_move(ptr, size) : NULL; /* its pages, if it can */
+        return moved != NULL ? moved : realloc_guarded(ptr, guarded, size);
+    }
     hc_span *span = block_span(ptr, "realloc(): invalid pointer");
     if (size == 0) {
         hc_free(ptr);
