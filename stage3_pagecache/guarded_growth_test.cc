@@ -5,8 +5,9 @@
 // a copy, so a buffer grown a page at a time is no longer quadratic. Built
 // hardened only (hardened_test in BUILD). The test wraps mremap at link
 // time (-Wl,--wrap=mremap): the calls in common/harden_guard.c, another
-// object file, reach __wrap_mremap below, which counts them, or refuses
-// one kind when told to.
+// object file, reach __wrap_mremap below, which counts them, refuses one
+// kind when told to, or plays another thread mapping into the ranges the
+// move frees.
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -94,27 +95,53 @@ bool FaultedOrSanitizerReported(int status) {
     return (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
-// The lines of /proc/self/maps that overlap [from, to): the kernel's
-// memory areas there (read with stdio, which may allocate: the count is
-// taken outside any allocator call).
-int AreasOverlapping(uintptr_t from, uintptr_t to) {
+// Calls visit(start, end, perms) for each memory area of the kernel's in
+// /proc/self/maps (read with stdio, which may allocate: call it outside
+// any allocator call).
+template <class Visit>
+void ForEachArea(Visit visit) {
     FILE *maps = fopen("/proc/self/maps", "r");
-    if (maps == nullptr) return -1;
-    int areas = 0;
+    ASSERT_NE(maps, nullptr);
     unsigned long start, end;
-    char line[512];
+    char perms[8], line[512];
     while (fgets(line, sizeof line, maps) != nullptr)
-        if (sscanf(line, "%lx-%lx", &start, &end) == 2 && start < to && end > from) areas++;
+        if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3) visit(start, end, perms);
     fclose(maps);
+}
+
+int AreasOverlapping(uintptr_t from, uintptr_t to) {
+    int areas = 0;
+    ForEachArea([&](uintptr_t start, uintptr_t end, const char *) { areas += start < to && end > from; });
     return areas;
 }
 
-TEST(GuardedGrowth, ABlockGrownByAPageMovesItsPagesNotItsBytes) {
-    if (!HC_HARDENED) GTEST_SKIP() << "guarded blocks are the hardened build's (run as guarded_growth_hardened_test)";
-    const size_t size = 64 << 10;
+// Still the played thread's mapping: a read-only area covers it (the
+// allocator maps none: its areas are no-access or read-write), so a new
+// block of ours mapped where it was does not count.
+bool StillTheirs(void *p, size_t bytes) {
+    uintptr_t from = reinterpret_cast<uintptr_t>(p);
+    bool found = false;
+    ForEachArea([&](uintptr_t start, uintptr_t end, const char *perms) {
+        found |= start <= from && end >= from + bytes && strncmp(perms, "r--", 3) == 0;
+    });
+    return found;
+}
+
+// A guarded block of `size` bytes, every byte marked.
+unsigned char *MarkedBlock(size_t size) {
     auto *p = static_cast<unsigned char *>(hc_malloc(size));
+    if (p != nullptr) Mark(p, 0, size);
+    return p;
+}
+
+#define SKIP_UNLESS_HARDENED() \
+    if (!HC_HARDENED) GTEST_SKIP() << "guarded blocks are the hardened build's (run as guarded_growth_hardened_test)"
+
+TEST(GuardedGrowth, ABlockGrownByAPageMovesItsPagesNotItsBytes) {
+    SKIP_UNLESS_HARDENED();
+    const size_t size = 64 << 10;
+    unsigned char *p = MarkedBlock(size);
     ASSERT_NE(p, nullptr);
-    Mark(p, 0, size);
     moves = grows_in_place = 0;
     auto *q = static_cast<unsigned char *>(hc_realloc(p, size + 4096));
     ASSERT_NE(q, nullptr);
@@ -131,11 +158,10 @@ TEST(GuardedGrowth, ABlockGrownByAPageMovesItsPagesNotItsBytes) {
 // A buffer grown a page at a time stays one memory area of the kernel's:
 // with an area per page added, every move would carry them all.
 TEST(GuardedGrowth, ABufferGrownPageByPageStaysOneArea) {
-    if (!HC_HARDENED) GTEST_SKIP() << "guarded blocks are the hardened build's (run as guarded_growth_hardened_test)";
+    SKIP_UNLESS_HARDENED();
     size_t size = 4096;
-    auto *p = static_cast<unsigned char *>(hc_malloc(size));
+    unsigned char *p = MarkedBlock(size);
     ASSERT_NE(p, nullptr);
-    Mark(p, 0, size);
     for (int step = 0; step < 200; step++, size += 4096) {
         auto *q = static_cast<unsigned char *>(hc_realloc(p, size + 4096));
         ASSERT_NE(q, nullptr);
@@ -151,11 +177,10 @@ TEST(GuardedGrowth, ABufferGrownPageByPageStaysOneArea) {
 }
 
 TEST(GuardedGrowth, AGrowthByPartOfAPageIsCopied) {
-    if (!HC_HARDENED) GTEST_SKIP() << "guarded blocks are the hardened build's (run as guarded_growth_hardened_test)";
+    SKIP_UNLESS_HARDENED();
     const size_t size = 64 << 10;
-    auto *p = static_cast<unsigned char *>(hc_malloc(size));
+    unsigned char *p = MarkedBlock(size);
     ASSERT_NE(p, nullptr);
-    Mark(p, 0, size);
     moves = grows_in_place = 0;
     // Its end must meet the guard page, so its offset in its first page changes.
     auto *q = static_cast<unsigned char *>(hc_realloc(p, size + 100));
@@ -169,7 +194,7 @@ TEST(GuardedGrowth, AGrowthByPartOfAPageIsCopied) {
 // the move itself (Linux before 5.7), the growth over the new pages (another
 // thread's mapping in the gap), and then the move back too.
 TEST(GuardedGrowth, EveryRefusalEndsInACopy) {
-    if (!HC_HARDENED) GTEST_SKIP() << "guarded blocks are the hardened build's (run as guarded_growth_hardened_test)";
+    SKIP_UNLESS_HARDENED();
     struct {
         const char *what;
         bool move, growth, move_back;
@@ -181,9 +206,8 @@ TEST(GuardedGrowth, EveryRefusalEndsInACopy) {
     for (auto &r : refusals) {
         SCOPED_TRACE(r.what);
         const size_t size = 128 << 10;
-        auto *p = static_cast<unsigned char *>(hc_malloc(size));
+        unsigned char *p = MarkedBlock(size);
         ASSERT_NE(p, nullptr);
-        Mark(p, 0, size);
         refuse_move = r.move, refuse_growth = r.growth, refuse_move_back = r.move_back;
         auto *q = static_cast<unsigned char *>(hc_realloc(p, size + 8192));
         refuse_move = refuse_growth = refuse_move_back = false;
@@ -195,34 +219,15 @@ TEST(GuardedGrowth, EveryRefusalEndsInACopy) {
     }
 }
 
-// Still the played thread's mapping: a read-only area of the kernel's
-// covers it (the allocator maps none: its areas are no-access or
-// read-write), so a new block of ours mapped where it was does not count.
-bool StillTheirs(void *p, size_t bytes) {
-    FILE *maps = fopen("/proc/self/maps", "r");
-    if (maps == nullptr) return false;
-    bool found = false;
-    unsigned long start, end;
-    char perms[8], line[512];
-    uintptr_t from = reinterpret_cast<uintptr_t>(p);
-    while (fgets(line, sizeof line, maps) != nullptr)
-        if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 && start <= from && end >= from + bytes &&
-            strncmp(perms, "r--", 3) == 0)
-            found = true;
-    fclose(maps);
-    return found;
-}
-
 // Another thread maps into the gap between the move and the growth in
 // place: the growth fails, the pages go back, and the block is copied;
 // what others mapped meanwhile, there and where the pages were, is theirs
 // and stays.
 TEST(GuardedGrowth, AnotherThreadsMappingInTheGapIsLeftAlone) {
-    if (!HC_HARDENED) GTEST_SKIP() << "guarded blocks are the hardened build's (run as guarded_growth_hardened_test)";
+    SKIP_UNLESS_HARDENED();
     const size_t size = 128 << 10;
-    auto *p = static_cast<unsigned char *>(hc_malloc(size));
+    unsigned char *p = MarkedBlock(size);
     ASSERT_NE(p, nullptr);
-    Mark(p, 0, size);
     in_gap = in_vacated = nullptr;
     occupy_gap_and_vacated_range = true;
     auto *q = static_cast<unsigned char *>(hc_realloc(p, size + 8192));
