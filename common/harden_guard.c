@@ -407,8 +407,8 @@ void *harden_guarded_move(void *p, size_t size) {
      * the kernel's. Opened by a protection change instead, the new pages
      * would be an area of their own that cannot merge with the moved one,
      * so a buffer grown a page at a time would be a thousand areas after a
-     * thousand steps, and each move carries them all (4 ms a move at
-     * 4 MiB). Between the two calls the gap is free; should another
+     * thousand steps, and each move carries them all (docs/benchmarks.md,
+     * section 28: slower than the copy). Between the two calls the gap is free; should another
      * thread's mapping land in it, the pages go back and the buffer is
      * copied instead. The range they leave is free too (another mapping
      * may land there at once): only the ends of the new place are
@@ -539,11 +539,9 @@ static int guarded_free(void *p, int emptied) {
     if (e != NULL) {
         uintptr_t first = e->user & ~(uintptr_t)(os_page_size() - 1), end = e->user + e->usable;
         gone = (guard_mapping){e->base, e->len, 0, 0, 0};
-        if (emptied)
-            ;
-        else if (end - first <= HARDEN_GUARD_KEEP_BYTES)
+        if (!emptied && end - first <= HARDEN_GUARD_KEEP_BYTES)
             gone.first = first, gone.end = end;
-        else if (held_bytes + (end - first) <= HARDEN_GUARD_HOLD_BYTES)
+        else if (!emptied && held_bytes + (end - first) <= HARDEN_GUARD_HOLD_BYTES)
             gone.held = end - first, held_bytes += gone.held;
         e->user = GUARD_GONE;
         live--;

@@ -34,9 +34,10 @@ void os_unmap(void *addr, size_t bytes);
 int os_grow_in_place(void *addr, size_t bytes, size_t new_bytes);
 
 /* Moves the mapping [addr, addr + bytes) onto `dest`, a mapping of
- * new_bytes (at least `bytes`) that os_map made for it, which it replaces:
- * the kernel carries the pages over in its page tables, no byte is copied,
- * and nothing is mapped at addr afterwards. 0, or -1 with nothing changed. */
+ * new_bytes (at least `bytes`) that os_map or os_map_aligned made for it,
+ * which it replaces: the kernel carries the pages over in its page tables,
+ * no byte is copied, and nothing is mapped at addr afterwards. 0, or -1
+ * with nothing changed. */
 int os_move_mapping(void *addr, size_t bytes, void *dest, size_t new_bytes);
 
 /* Gives the physical pages back (MADV_DONTNEED) but keeps the address range:

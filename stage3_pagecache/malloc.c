@@ -489,8 +489,10 @@ static void *large_grow_direct(hc_span *span, size_t size, size_t old) {
         return NULL;
     void *was = span_start(span);
     track_free(was, old); /* before the move, which clears what a checker knew of the old range */
-    if ((with_slack <= pages || pc_grow_direct_span(span, with_slack) != 0) &&
-        pc_grow_direct_span(span, pages) != 0) {
+    int grown = with_slack > pages && pc_grow_direct_span(span, with_slack) == 0;
+    if (!grown)
+        grown = pc_grow_direct_span(span, pages) == 0; /* the slack is a bet, not a need */
+    if (!grown) {
         track_alloc(was, old, 1);
         return NULL;
     }
