@@ -8,11 +8,13 @@
     SC_ENTRY(i), SC_ENTRY(i + 1), SC_ENTRY(i + 2), SC_ENTRY(i + 3),   \
     SC_ENTRY(i + 4), SC_ENTRY(i + 5), SC_ENTRY(i + 6), SC_ENTRY(i + 7)
 
-const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8] = {
-    SC_ROW(0),   SC_ROW(8),   SC_ROW(16),  SC_ROW(24),
-    SC_ROW(32),  SC_ROW(40),  SC_ROW(48),  SC_ROW(56),
-    SC_ROW(64),  SC_ROW(72),  SC_ROW(80),  SC_ROW(88),
-    SC_ROW(96),  SC_ROW(104), SC_ROW(112), SC_ROW(120),
+#define SC_ROWS_64(i)                                                 \
+    SC_ROW(i), SC_ROW(i + 8), SC_ROW(i + 16), SC_ROW(i + 24),         \
+    SC_ROW(i + 32), SC_ROW(i + 40), SC_ROW(i + 48), SC_ROW(i + 56)
+
+const uint8_t sc_table[(HC_TABLE_MAX_SIZE + 7) / 8] = {
+    SC_ROWS_64(0),   SC_ROWS_64(64),  SC_ROWS_64(128), SC_ROWS_64(192),
+    SC_ROWS_64(256), SC_ROWS_64(320), SC_ROWS_64(384), SC_ROWS_64(448),
 };
 
 size_t sc_span_pages(unsigned cls) {

@@ -43,14 +43,20 @@
 #define HC_MAX_BATCH       32
 #define HC_MIN_BATCH       2
 
-/* Requests of 1..HC_TABLE_MAX_SIZE bytes, the ones programs make most, find
- * their class with one table load: sc_table[(size - 1) / 8]. */
-#define HC_TABLE_MAX_SIZE 1024
-extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
-
 #ifndef HC_HARDENED
 #define HC_HARDENED 0
 #endif
+
+/* Requests of 1..HC_TABLE_MAX_SIZE bytes, the ones programs make most, find
+ * their class with one table load: sc_table[(size - 1) / 8]. The table
+ * reaches 4 KiB, the operating system's page: programs ask for 1-4 KiB
+ * buffers often (a page, a read buffer, a string that doubled), and a size
+ * the table covers takes the inline fast path, one above it a call and a
+ * computed class (docs/benchmarks.md, section 29). The hardened build gives
+ * blocks of 4 KiB and up mappings of their own (common/harden_guard.h), so
+ * its table stops a byte short: a guarded size never finds a list. */
+#define HC_TABLE_MAX_SIZE (HC_HARDENED ? 4095 : 4096)
+extern const uint8_t sc_table[(HC_TABLE_MAX_SIZE + 7) / 8];
 
 /* The largest request the 16-byte class (class 2) serves. The hardened
  * build keeps that class's second word as a canary, checked when the block
@@ -58,17 +64,19 @@ extern const uint8_t sc_table[HC_TABLE_MAX_SIZE / 8];
  * program's and 9..16 go to the 32-byte class. */
 #define SC_CANARY_CLASS_MAX_REQUEST (HC_HARDENED ? 8 : 16)
 
-/* The class of a request of `s` bytes, 1 <= s <= 1024, as a constant
+/* The class of a request of `s` bytes, 1 <= s <= 4096, as a constant
  * expression (sc_table, and the thread cache's table of list offsets, are
  * built by the compiler, not at run time, so the very first malloc of a
- * process can use them). It spells out sc_index() for k = 8 (257..512) and
- * k = 9 (513..1024); size_class_test checks that the two agree for every
- * size. */
+ * process can use them). It spells out sc_index_beyond_table() for k = 8
+ * (257..512) up to k = 11 (2049..4096); size_class_test checks that the two
+ * agree for every size. */
 #define SC_CLASS_OF(s)                                                   \
     ((s) <= SC_CANARY_CLASS_MAX_REQUEST ? 2                              \
-     : (s) <= 256 ? (((s) + 15) >> 4) + 1 + ((s) <= 16)                  \
-     : (s) <= 512 ? 10 + (((s) - 1) >> 5)                                \
-                  : 18 + (((s) - 1) >> 6))
+     : (s) <= 256  ? (((s) + 15) >> 4) + 1 + ((s) <= 16)                 \
+     : (s) <= 512  ? 10 + (((s) - 1) >> 5)                               \
+     : (s) <= 1024 ? 18 + (((s) - 1) >> 6)                               \
+     : (s) <= 2048 ? 26 + (((s) - 1) >> 7)                               \
+                   : 34 + (((s) - 1) >> 8))
 
 /* The class of a request of 1..HC_TABLE_MAX_SIZE bytes: one load. */
 HC_INLINE unsigned sc_index_small(size_t size) {

@@ -88,7 +88,7 @@ static HC_NOINLINE void free_slow(void *ptr, size_t size) {
 }
 
 /* ---- Fast paths ----------------------------------------------------------------
- * Requests of 1..1024 bytes (HC_TABLE_MAX_SIZE) that hit the thread cache
+ * Requests of 1..4096 bytes (HC_TABLE_MAX_SIZE) that hit the thread cache
  * never leave these two functions. `size <= HC_TABLE_MAX_SIZE` is one
  * compare; size 0 finds lists[0], always empty and full, so it reaches the
  * slow path with no test of its own (thread_cache.h); tc_current is never

@@ -64,7 +64,7 @@ extern tc_cache tc_sentinel;
  * 0..HC_TABLE_MAX_SIZE bytes lies, in bytes. sc_table gives the class, but
  * then the fast path must shift the size, and multiply the class by
  * sizeof(hc_free_list) and add; one entry per size, holding the byte
- * offset, saves all three (2 KiB of table instead of 128 bytes, of which a
+ * offset, saves all three (8 KiB of table instead of 512 bytes, of which a
  * program touches the lines of the sizes it uses). Size 0 has an entry too,
  * lists[0], which no class uses: always empty and always full, so malloc(0)
  * and free_sized(p, 0) miss into the slow path, and the fast path's range
@@ -78,12 +78,18 @@ extern tc_cache tc_sentinel;
 #define TC_LIST_OFFSET_64(i)                                                                  \
     TC_LIST_OFFSET_8(i), TC_LIST_OFFSET_8(i + 8), TC_LIST_OFFSET_8(i + 16), TC_LIST_OFFSET_8(i + 24), \
     TC_LIST_OFFSET_8(i + 32), TC_LIST_OFFSET_8(i + 40), TC_LIST_OFFSET_8(i + 48), TC_LIST_OFFSET_8(i + 56)
-static const uint16_t tc_list_offset[HC_TABLE_MAX_SIZE + 1] HC_UNUSED = {
-    TC_LIST_OFFSET_64(0),   TC_LIST_OFFSET_64(64),  TC_LIST_OFFSET_64(128), TC_LIST_OFFSET_64(192),
-    TC_LIST_OFFSET_64(256), TC_LIST_OFFSET_64(320), TC_LIST_OFFSET_64(384), TC_LIST_OFFSET_64(448),
-    TC_LIST_OFFSET_64(512), TC_LIST_OFFSET_64(576), TC_LIST_OFFSET_64(640), TC_LIST_OFFSET_64(704),
-    TC_LIST_OFFSET_64(768), TC_LIST_OFFSET_64(832), TC_LIST_OFFSET_64(896), TC_LIST_OFFSET_64(960),
-    TC_LIST_OFFSET(1024),
+#define TC_LIST_OFFSET_1K(i)                                                                           \
+    TC_LIST_OFFSET_64(i), TC_LIST_OFFSET_64(i + 64), TC_LIST_OFFSET_64(i + 128), TC_LIST_OFFSET_64(i + 192),     \
+    TC_LIST_OFFSET_64(i + 256), TC_LIST_OFFSET_64(i + 320), TC_LIST_OFFSET_64(i + 384), TC_LIST_OFFSET_64(i + 448), \
+    TC_LIST_OFFSET_64(i + 512), TC_LIST_OFFSET_64(i + 576), TC_LIST_OFFSET_64(i + 640), TC_LIST_OFFSET_64(i + 704), \
+    TC_LIST_OFFSET_64(i + 768), TC_LIST_OFFSET_64(i + 832), TC_LIST_OFFSET_64(i + 896), TC_LIST_OFFSET_64(i + 960)
+/* Entries for 0..4096 (the hardened build's table stops at 4095: size_class.h). */
+#if HC_TABLE_MAX_SIZE > 4096
+#error "tc_list_offset needs an entry for every size the table covers"
+#endif
+static const uint16_t tc_list_offset[4096 + 1] HC_UNUSED = {
+    TC_LIST_OFFSET_1K(0), TC_LIST_OFFSET_1K(1024), TC_LIST_OFFSET_1K(2048), TC_LIST_OFFSET_1K(3072),
+    TC_LIST_OFFSET(4096),
 };
 
 /* The list that serves requests of `size` bytes, 0..HC_TABLE_MAX_SIZE

@@ -47,9 +47,9 @@ TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutATrip) {
 
 TEST(ThreadCacheLists, TheScavengeEmptiesAListThatStopsBeingUsed) {
     std::thread([] {
-        // The busy class is above the list table: stage 4 lets a table
-        // class's list hold more than 2000 objects (budget.c), and then it
-        // would never overflow, nor visit the slow path that scavenges.
+        // The busy class is above 1 KiB: stage 4 lets a list of smaller
+        // blocks hold more than 2000 objects (budget.c), and then it would
+        // never overflow, nor visit the slow path that scavenges.
         const size_t idle_size = 96, busy_size = 2048;
         const unsigned idle_cls = sc_index(idle_size);
         FreeAll(AllocateMany(idle_size, 2000), idle_size);

@@ -28,10 +28,10 @@ TEST(DebugChecksDeathTest, DoubleFreeOfASmallObjectAborts) {
     hc_free(p);
     EXPECT_DEATH(hc_free(p), kDoubleFree);
     EXPECT_DEATH(hc_free_sized(p, 64), kDoubleFree);
-    void *q = hc_malloc(2000);
-    void *keep2 = hc_malloc(2000);
-    hc_free_sized(q, 2000);
-    EXPECT_DEATH(hc_free_sized(q, 2000), kDoubleFree) << "a size above the table, same check";
+    void *q = hc_malloc(6000);
+    void *keep2 = hc_malloc(6000);
+    hc_free_sized(q, 6000);
+    EXPECT_DEATH(hc_free_sized(q, 6000), kDoubleFree) << "a size above the table, same check";
     hc_free(keep);
     hc_free(keep2);
 }

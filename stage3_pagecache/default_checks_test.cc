@@ -92,7 +92,7 @@ TEST(DefaultChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
     EXPECT_DEATH(
         {
             std::thread([] {
-                WarmUp(768); /* at most 1024 bytes: the sized fast path */
+                WarmUp(768); /* a size in the list table: the sized fast path */
                 void *p = hc_malloc(768);
                 hc_free_sized(p, 768);
                 hc_free_sized(p, 768);
@@ -102,17 +102,18 @@ TEST(DefaultChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
         "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(a thread's free list holds it");
 }
 
-// Caught at the call: a sized free above the list table (1025 B and up,
-// malloc.c's free_sized_beyond_table) compares the block with its list's
-// head before it pushes, so freeing the block it just freed stops there.
+// Caught at the call: a sized free above the list table (HC_TABLE_MAX_SIZE
+// + 1 B and up, malloc.c's free_sized_beyond_table) compares the block with
+// its list's head before it pushes, so freeing the block it just freed
+// stops there.
 TEST(DefaultChecks, SizedDoubleFreeAboveTheTableIsCaughtAtTheCall) {
     SKIP_IN_DEBUG_BUILDS();
     EXPECT_DEATH(
         {
-            WarmUp(1536);
-            void *p = hc_malloc(1536);
-            hc_free_sized(p, 1536);
-            hc_free_sized(p, 1536);
+            WarmUp(6000);
+            void *p = hc_malloc(6000);
+            hc_free_sized(p, 6000);
+            hc_free_sized(p, 6000);
         },
         "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(it is the last block this thread freed");
 }

@@ -16,8 +16,8 @@
  *   - a debug build (--config=debug, HC_DEBUG) also keeps one bit per small
  *     object handed out, and so catches a double free and a wrong size
  *     given to hc_free_sized the moment they happen (malloc_checks.h);
- *   - requests above the list table (1025 B up to the largest class) that
- *     hit the thread cache are served by a short path of their own,
+ *   - requests above the list table (over 4 KiB, up to the largest class)
+ *     that hit the thread cache are served by a short path of their own,
  *     malloc_beyond_table, not by malloc_slow.
  * Small requests still go to the thread cache, unchanged: a hit never leaves
  * the inline fast paths below. Stage 4 compiles this file unchanged: what it
@@ -275,7 +275,7 @@ static HC_NOINLINE void *malloc_at_hook_point(size_t size) {
 /* ---- Fast paths ----------------------------------------------------------------
  * hc_malloc and hc_free_sized take stage 1's fast path, rewritten here for
  * what this layer adds (the block hooks' check, the debug checks,
- * the unsized free's tag): requests of 1..1024 bytes (HC_TABLE_MAX_SIZE)
+ * the unsized free's tag): requests of 1..4096 bytes (HC_TABLE_MAX_SIZE)
  * that hit the thread cache never leave them; larger small ones that hit
  * it leave for malloc_beyond_table, which pops the same way.
  * malloc: TLS load, compare, table load, pop. free_sized: the same, a NULL
@@ -328,6 +328,10 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
     }
     free_sized_beyond_table(ptr, size);
 }
+
+/* A guarded size (the hardened build's, 4 KiB and up) must miss the table,
+ * or a hit would hand out a block with no guard page. */
+_Static_assert(!HC_HARDENED || HC_TABLE_MAX_SIZE < HARDEN_GUARD_MIN_SIZE, "guarded sizes are above the table");
 
 /* hc_free reaches its list by the page map's class offset (page_map.h). */
 _Static_assert(sizeof(hc_free_list) == PM_CLASS_STRIDE, "one list per PM_CLASS_STRIDE bytes");

@@ -142,16 +142,17 @@ static int tc_reserve(tc_cache *tc, size_t need) {
  * back the next, and under a 1 MiB cap all but 8,192 of them went through
  * the central cache and the spans each round (walked off the list, grouped
  * by span, carved again). That round trip costs per object, so the larger
- * bound is for the list table's sizes (up to HC_TABLE_MAX_SIZE), where it
- * is most of what an object costs; bigger blocks keep stage 2's 1 MiB, so
- * that what a program frees of them reaches the page cache and its release
+ * bound is for blocks of up to TC_BUDGET_LIST_MAX_BLOCK bytes, where it is
+ * most of what an object costs; bigger blocks keep stage 2's 1 MiB, so that
+ * what a program frees of them reaches the page cache and its release
  * policy. Never less than stage 2's cap (a budget set small still allows
  * that); TC_MAX_BUDGET_LIST_LENGTH holds a round of `hold` with room and
  * bounds the walk that flushes a list. */
+#define TC_BUDGET_LIST_MAX_BLOCK ((size_t)1024)
 #define TC_MAX_BUDGET_LIST_LENGTH ((uint32_t)1 << 17)
 
 tc_list_bounds tc_layer_list_bounds(unsigned cls) {
-    if (sc_size(cls) > HC_TABLE_MAX_SIZE)
+    if (sc_size(cls) > TC_BUDGET_LIST_MAX_BLOCK)
         return TC_STAGE2_LIST_BOUNDS;
     size_t budget = hc_get_options()->max_total_thread_cache_bytes;
     return (tc_list_bounds){budget > TC_LIST_CAP_BYTES ? budget : TC_LIST_CAP_BYTES, TC_MAX_BUDGET_LIST_LENGTH};

@@ -406,36 +406,55 @@ def pair_key(text, stage_text=""):
     return None
 
 
-def classify_pair(before, phrase, after):
+def classify_pair(before, phrase, after, beyond_size):
     """The pair a figure counts: a build named just before it ("the hardened
     build: 51 instructions ..."), else the pair its own words name, else
     what follows it up to the next comma. A pair of a request above the
-    list table ("malloc(2048)", "hc_malloc(2048)") is counted apart."""
+    list table ("malloc(8192)", "hc_malloc(8192)": beyond_size) is counted
+    apart."""
     if "hardened" in before or "profiler" in before:
         key = pair_key(before)
     else:
         key = pair_key(phrase, before) or pair_key(before + after)
-    if key is not None and "(2048)" in phrase + after:
+    if key is not None and f"({beyond_size})" in phrase + after:
         key += "_beyond_table"
     return key
 
 
-def dropin_limits(root):
-    """//bench:dropin_count_test's limits: the number after each preload library."""
+def dropin_count_args(root):
+    """//bench:dropin_count_test's arguments: [(request size, library, limit)]."""
     build = read(os.path.join(root, "bench", "BUILD"))
     test = build[build.index('name = "dropin_count_test"'):]
     args = test[test.index("args = ["):]
     args = args[:args.index("]")]
-    # The limits before a "size=N" argument count malloc(32) pairs; those after
-    # it, malloc(N) pairs: a size above the list table, keyed "_beyond_table".
-    small, _, beyond = args.partition('"size=')
-    limits = dict(re.findall(r":preload_(hcmalloc\w*)\)\",\s*\"(\d+)\"", small))
-    out = {"dropin_default": limits["hcmalloc"], "dropin_hardened": limits["hcmalloc_hardened"],
-           "dropin_profiler": limits["hcmalloc_profiler"]}
-    limits = dict(re.findall(r":preload_(hcmalloc\w*)\)\",\s*\"(\d+)\"", beyond))
-    if limits:
-        out["dropin_default_beyond_table"] = limits["hcmalloc"]
-        out["dropin_hardened_beyond_table"] = limits["hcmalloc_hardened"]
+    out, size = [], "32"
+    for m in re.finditer(r'"size=(\d+)"|:preload_(hcmalloc\w*)\)",\s*"(\d+)"', args):
+        if m.group(1):
+            size = m.group(1)
+        else:
+            out.append((size, m.group(2), m.group(3)))
+    return out
+
+
+def beyond_table_size(root):
+    """The request size the count test counts above the list table: its largest."""
+    return max(int(size) for size, _, _ in dropin_count_args(root))
+
+
+def dropin_limits(root):
+    """//bench:dropin_count_test's limits: the number after each preload
+    library, for malloc(32) pairs and, keyed "_beyond_table", for the
+    largest size it counts, one above the list table. The sizes between
+    (the table's top) are held to the malloc(32) limits and quote none."""
+    keys = {"hcmalloc": "dropin_default", "hcmalloc_hardened": "dropin_hardened",
+            "hcmalloc_profiler": "dropin_profiler"}
+    beyond = str(beyond_table_size(root))
+    out = {}
+    for size, lib, limit in dropin_count_args(root):
+        if size == "32":
+            out[keys[lib]] = limit
+        elif size == beyond:
+            out[keys[lib] + "_beyond_table"] = limit
     return out
 
 
@@ -511,6 +530,7 @@ def same(quoted, value):
 def check_figures(root, files, figures_program):
     figures = tree_figures(root, figures_program)
     defines = define_values(root, files)
+    beyond = beyond_table_size(root)
     problems = []
     places = [f for f in doc_files(files)] + [f for f in files if f.endswith((".h", ".c")) and
                                                 f.startswith(("common/", "stage"))]
@@ -538,7 +558,7 @@ def check_figures(root, files, figures_program):
             # The words just before, the pair's own, then what follows up to
             # the next comma: "the hardened build: 51 instructions per ... pair".
             after = re.split(r"[,;(.]", joined[m.end():m.end() + 60])[0]
-            key = classify_pair(before, m.group(0), after)
+            key = classify_pair(before, m.group(0), after, beyond)
             if key in figures and (LIST_CHECKED or not same(m.group(1), figures[key])):
                 report(index[m.start(1)], m.group(1), key, figures[key])
         # count_fastpath.sh's output and its commands' comments, in the chapter
