@@ -664,6 +664,22 @@ def parse_args(argv, allocators):
     return args
 
 
+def tree_line():
+    """The commit the workspace is at, with "+ changes" when its tracked
+    files differ from it: the tree whose figures these are."""
+    workspace = os.environ.get("BUILD_WORKSPACE_DIRECTORY") or os.getcwd()
+    try:
+        head = subprocess.run(["git", "-C", workspace, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        if head.returncode != 0:
+            return "not a git checkout"
+        changed = subprocess.run(["git", "-C", workspace, "diff", "--quiet", "HEAD", "--"],
+                                 capture_output=True, timeout=30).returncode != 0
+    except (OSError, subprocess.TimeoutExpired):
+        return "not a git checkout"
+    return head.stdout.strip() + (" + changes" if changed else "")
+
+
 def output_dir(requested):
     if requested is None:
         base = os.environ.get("BUILD_WORKSPACE_DIRECTORY") or os.getcwd()
@@ -706,9 +722,12 @@ def main(argv):
     machine = machine_line(allocators)
     with open(os.path.join(out_dir, "machine.txt"), "w") as f:
         f.write(machine + "\n")
-    # What was run, for bench/publish.py to print beside the results.
+    # What was run, and on which tree, for bench/publish.py to print beside
+    # the results.
     with open(os.path.join(out_dir, "command.txt"), "w") as f:
         f.write("bazel run //bench" + (" -- " + " ".join(argv) if argv else "") + "\n")
+    with open(os.path.join(out_dir, "tree.txt"), "w") as f:
+        f.write(tree_line() + "\n")
     print(machine)
     sys.stderr.write("bench: allocators: %s\n" % " ".join(a.name for a in allocators))
     if args.callgrind:

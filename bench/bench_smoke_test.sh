@@ -88,6 +88,10 @@ rows=$(($(wc -l <"$out/results.csv") - 1))
 expected_rows=$((n_workloads * 2 * n_alloc - n_skipped))
 [ "$rows" -eq "$expected_rows" ] || fail "results.csv has $rows rows, expected $expected_rows"
 grep -q '^tight,glibc,1,[0-9.]*,1.0000,[0-9]*,1,$' "$out/results.csv" || fail "glibc's own ratio is not 1"
+# The tree the figures are of, for publish.py: a commit, or why there is none
+# (this test runs outside the workspace's git checkout).
+grep -Eqx '[0-9a-f]{7,}( \+ changes)?|not a git checkout' "$out/tree.txt" \
+    || fail "tree.txt does not name the tree: $(cat "$out/tree.txt" 2>/dev/null)"
 
 grep -q '^<svg ' "$out/chart.svg" || fail "chart.svg does not start an <svg>"
 grep -q '</svg>$' "$out/chart.svg" || fail "chart.svg is not closed"

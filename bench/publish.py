@@ -6,7 +6,8 @@ usage: python3 bench/publish.py [RESULTS_DIR]   (bench-results/ by default)
 After `bazel run //bench` (or any run that wrote RESULTS_DIR), rewrites
 docs/benchmarks.md's section between BEGIN and END below with that run:
 the command (RESULTS_DIR/command.txt), when (results.csv's time, UTC), the
-machine and its load (machine.txt) and the tables (results.md), and copies
+tree it measured (tree.txt: its commit), the machine and its load
+(machine.txt) and the tables (results.md), and copies
 the run's chart.svg to docs/benchmarks-chart.svg, the chapter's headline
 picture. Nothing else in the chapter quotes the run's numbers, so this one
 command brings it up to date. Run it from the repository's root.
@@ -35,13 +36,16 @@ def section(results_dir):
     machine = read(os.path.join(results_dir, "machine.txt")).strip()
     when = datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(results_dir, "results.csv")),
                                            datetime.timezone.utc)
+    # The tree the run measured (bench.py writes it; older runs have none).
+    tree_file = os.path.join(results_dir, "tree.txt")
+    tree = ", tree %s," % read(tree_file).strip() if os.path.exists(tree_file) else ""
     tables = [line for line in read(os.path.join(results_dir, "results.md")).split("\n")
               if not line.startswith("<!--") and line.strip() != machine]
     while tables and not tables[0].strip():
         tables.pop(0)
     lines = [
         BEGIN,
-        "Recorded %s UTC with" % when.strftime("%d %b %Y %H:%M"),
+        "Recorded %s UTC%s with" % (when.strftime("%d %b %Y %H:%M"), tree),
         "",
         "```sh",
         command,

@@ -31,6 +31,10 @@ printf '| allocator | ns |\n|---|---|\n| new figures | 1 |\n' >run/results.md
 echo "<svg/>" >run/chart.svg
 python3 "$publish" run
 grep -q "new figures" docs/benchmarks.md || fail "the run's tables were not written"
+grep -q "UTC with" docs/benchmarks.md || fail "a run that names no tree (an older one) was not published as one"
+echo "abc1234 + changes" >run/tree.txt
+python3 "$publish" run
+grep -q "UTC, tree abc1234 + changes, with" docs/benchmarks.md || fail "the tree the run measured was not named"
 grep -q "old figures" docs/benchmarks.md && fail "the old section was kept"
 head -n 1 docs/benchmarks.md | grep -qx "before the section" || fail "the text before the section changed"
 tail -n 1 docs/benchmarks.md | grep -qx "after the section" || fail "the text after the section changed"
