@@ -2,8 +2,11 @@
  * size-class computation that needs a loop. */
 #include "common/size_class.h"
 
-/* Entry i serves sizes 8i+1 .. 8i+8, whose class is that of 8i+8. */
-#define SC_ENTRY(i) SC_CLASS_OF(8 * (i) + 8)
+/* Entry i serves sizes 8i+1 .. 8i+8, whose class is that of 8i+8. The cast
+ * is for clang, which checks every arm of SC_CLASS_OF's conditionals: the
+ * arm for sizes up to 256 would not fit a byte at 4096 (it is never taken
+ * there), and every class does (at most 97). */
+#define SC_ENTRY(i) (uint8_t)SC_CLASS_OF(8 * (i) + 8)
 #define SC_ROW(i)                                                     \
     SC_ENTRY(i), SC_ENTRY(i + 1), SC_ENTRY(i + 2), SC_ENTRY(i + 3),   \
     SC_ENTRY(i + 4), SC_ENTRY(i + 5), SC_ENTRY(i + 6), SC_ENTRY(i + 7)
