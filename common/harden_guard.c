@@ -408,11 +408,11 @@ void *harden_guarded_move(void *p, size_t size) {
      * would be an area of their own that cannot merge with the moved one,
      * so a buffer grown a page at a time would be a thousand areas after a
      * thousand steps, and each move carries them all (docs/benchmarks.md,
-     * section 28: slower than the copy). Between the two calls the gap is free; should another
-     * thread's mapping land in it, the pages go back and the buffer is
-     * copied instead. The range they leave is free too (another mapping
-     * may land there at once): only the ends of the new place are
-     * unmapped. */
+     * section 28: slower than the copy). Between the two calls the gap is
+     * free; should another thread's mapping land in it, the pages go back
+     * and the buffer is copied instead. The range they leave is free too
+     * (another mapping may land there at once): only the ends of the new
+     * place are unmapped. */
     munmap((void *)(at.first + moved), added);
     if (mremap((void *)at.first, moved, moved + added, 0) == MAP_FAILED) {
         uintptr_t ours_up_to = at.first;

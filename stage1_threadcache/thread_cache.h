@@ -78,11 +78,12 @@ extern tc_cache tc_sentinel;
 #define TC_LIST_OFFSET_64(i)                                                                  \
     TC_LIST_OFFSET_8(i), TC_LIST_OFFSET_8(i + 8), TC_LIST_OFFSET_8(i + 16), TC_LIST_OFFSET_8(i + 24), \
     TC_LIST_OFFSET_8(i + 32), TC_LIST_OFFSET_8(i + 40), TC_LIST_OFFSET_8(i + 48), TC_LIST_OFFSET_8(i + 56)
-#define TC_LIST_OFFSET_1K(i)                                                                           \
-    TC_LIST_OFFSET_64(i), TC_LIST_OFFSET_64(i + 64), TC_LIST_OFFSET_64(i + 128), TC_LIST_OFFSET_64(i + 192),     \
-    TC_LIST_OFFSET_64(i + 256), TC_LIST_OFFSET_64(i + 320), TC_LIST_OFFSET_64(i + 384), TC_LIST_OFFSET_64(i + 448), \
-    TC_LIST_OFFSET_64(i + 512), TC_LIST_OFFSET_64(i + 576), TC_LIST_OFFSET_64(i + 640), TC_LIST_OFFSET_64(i + 704), \
-    TC_LIST_OFFSET_64(i + 768), TC_LIST_OFFSET_64(i + 832), TC_LIST_OFFSET_64(i + 896), TC_LIST_OFFSET_64(i + 960)
+#define TC_LIST_OFFSET_256(i) \
+    TC_LIST_OFFSET_64(i), TC_LIST_OFFSET_64(i + 64), \
+    TC_LIST_OFFSET_64(i + 128), TC_LIST_OFFSET_64(i + 192)
+#define TC_LIST_OFFSET_1K(i) \
+    TC_LIST_OFFSET_256(i), TC_LIST_OFFSET_256(i + 256), \
+    TC_LIST_OFFSET_256(i + 512), TC_LIST_OFFSET_256(i + 768)
 /* Entries for 0..4096 (the hardened build's table stops at 4095: size_class.h). */
 #if HC_TABLE_MAX_SIZE > 4096
 #error "tc_list_offset needs an entry for every size the table covers"

@@ -28,10 +28,12 @@ TEST(DebugChecksDeathTest, DoubleFreeOfASmallObjectAborts) {
     hc_free(p);
     EXPECT_DEATH(hc_free(p), kDoubleFree);
     EXPECT_DEATH(hc_free_sized(p, 64), kDoubleFree);
-    void *q = hc_malloc(6000);
-    void *keep2 = hc_malloc(6000);
-    hc_free_sized(q, 6000);
-    EXPECT_DEATH(hc_free_sized(q, 6000), kDoubleFree) << "a size above the table, same check";
+    constexpr size_t kAboveTheTable = 6000;
+    static_assert(kAboveTheTable > HC_TABLE_MAX_SIZE, "the size must miss the sized fast path");
+    void *q = hc_malloc(kAboveTheTable);
+    void *keep2 = hc_malloc(kAboveTheTable);
+    hc_free_sized(q, kAboveTheTable);
+    EXPECT_DEATH(hc_free_sized(q, kAboveTheTable), kDoubleFree) << "a size above the table, same check";
     hc_free(keep);
     hc_free(keep2);
 }

@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "common/hcmalloc.h"
+#include "common/size_class.h"
 }
 
 namespace {
@@ -108,12 +109,14 @@ TEST(DefaultChecks, DoubleFreeIsCaughtWhenItsListIsCut) {
 // stops there.
 TEST(DefaultChecks, SizedDoubleFreeAboveTheTableIsCaughtAtTheCall) {
     SKIP_IN_DEBUG_BUILDS();
+    constexpr size_t kAboveTheTable = 6000;
+    static_assert(kAboveTheTable > HC_TABLE_MAX_SIZE, "the size must miss the sized fast path");
     EXPECT_DEATH(
         {
-            WarmUp(6000);
-            void *p = hc_malloc(6000);
-            hc_free_sized(p, 6000);
-            hc_free_sized(p, 6000);
+            WarmUp(kAboveTheTable);
+            void *p = hc_malloc(kAboveTheTable);
+            hc_free_sized(p, kAboveTheTable);
+            hc_free_sized(p, kAboveTheTable);
         },
         "hcmalloc: free\\(\\): double free detected of 0x[0-9a-f]+ \\(it is the last block this thread freed");
 }

@@ -331,7 +331,8 @@ HC_EXPORT void hc_free_sized(void *ptr, size_t size) {
 
 /* A guarded size (the hardened build's, 4 KiB and up) must miss the table,
  * or a hit would hand out a block with no guard page. */
-_Static_assert(!HC_HARDENED || HC_TABLE_MAX_SIZE < HARDEN_GUARD_MIN_SIZE, "guarded sizes are above the table");
+_Static_assert(!HC_HARDENED || HC_TABLE_MAX_SIZE < HARDEN_GUARD_MIN_SIZE,
+               "guarded sizes are above the table");
 
 /* hc_free reaches its list by the page map's class offset (page_map.h). */
 _Static_assert(sizeof(hc_free_list) == PM_CLASS_STRIDE, "one list per PM_CLASS_STRIDE bytes");
