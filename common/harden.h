@@ -35,8 +35,8 @@
  *   - a freed block is not handed straight back: free links it behind its
  *     list's head (harden_link_behind), so the next malloc of the class
  *     returns another block;
- *   - C++ sized delete checks its size against the block's class
- *     (harden_sized_delete);
+ *   - C++ sized delete and C23 free_sized check their size against the
+ *     block's class (harden_sized_free);
  *   - a block of HARDEN_GUARD_MIN_SIZE bytes or more is a guarded block:
  *     a mapping of its own between no-access pages, no-access once freed
  *     and kept so for a while (common/harden_guard.h).
@@ -233,14 +233,17 @@ HC_INLINE int harden_link_behind(void *head, void *slot, uintptr_t t) {
 /* harden_corrupt_link for a caller that calls it last: not declared
  * noreturn, so the call is a jump, and the fast path keeps no frame for it. */
 __attribute__((cold)) void harden_corrupt_link_last(const void *slot);
-/* The hardened drop-in's sized delete (stage 4's dropin_new.cc): frees
- * `ptr` after checking that `size` names the class of its block (stage 3's
- * malloc.c defines it). Stops a delete as the wrong type or the wrong form
- * (`delete` of a `new char[4096]` gives 1) before the block reaches a list
- * it does not belong to. A large or zero-size block is freed by address
- * unchecked (a sampled or aligned block may be large for a small size); a
- * guarded block's size must be a guarded size that fits it. */
-void harden_sized_delete(void *ptr, size_t size);
+/* The hardened drop-in's sized frees, C++ sized delete (stage 4's
+ * dropin_new.cc) and C23 free_sized (dropin.c): frees `ptr` after checking
+ * that `size` names the class of its block (stage 3's malloc.c defines it),
+ * and stops with `wrong_size` ("delete(): wrong size for the block at")
+ * where it does not. Stops a delete as the wrong type or the wrong form
+ * (`delete` of a `new char[4096]` gives 1), or a free_sized given another
+ * block's size, before the block reaches a list it does not belong to. A
+ * large or zero-size block is freed by address unchecked (a sampled or
+ * aligned block may be large for a small size); a guarded block's size
+ * must be a guarded size that fits it. */
+void harden_sized_free(void *ptr, size_t size, const char *wrong_size);
 
 /* The default build's free tag: the hardened one above does its work. */
 HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }

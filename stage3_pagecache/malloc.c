@@ -372,18 +372,18 @@ HC_EXPORT void hc_free(void *ptr) {
 }
 
 #if HC_HARDENED
-void harden_sized_delete(void *ptr, size_t size) {
+void harden_sized_free(void *ptr, size_t size, const char *wrong_size) {
     if (ptr != NULL && !harden_is_zero_size(ptr)) {
         /* The page map first: a small block is in no guarded table, whose
          * lock every sized delete took (larson-sized: 3.3x its unsized twin). */
         unsigned cls = pm_class_of(ptr);
         if (cls != 0) {
             if (size - 1 >= HC_MAX_SMALL_SIZE || sc_index(size) != cls)
-                hc_fatal_pointer("delete(): wrong size for the block at", ptr);
+                hc_fatal_pointer(wrong_size, ptr);
         } else {
             size_t guarded = harden_guarded_size(ptr); /* new's size was its size */
             if (guarded != 0 && (!harden_guards(size) || size > guarded))
-                hc_fatal_pointer("delete(): wrong size for the block at", ptr);
+                hc_fatal_pointer(wrong_size, ptr);
         }
     }
     hc_free(ptr);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "common/harden.h"
 #include "common/hcmalloc.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/stats.h"
@@ -108,8 +109,18 @@ HC_EXPORT void *pvalloc(size_t size) {
 HC_EXPORT size_t malloc_usable_size(void *ptr) { return hc_usable_size(ptr); }
 
 /* C23: `size` is what malloc/calloc/realloc was asked for, which is what
- * hc_free_sized wants (its fast path skips the page-map lookup). */
+ * hc_free_sized wants (its fast path skips the page-map lookup). That
+ * path trusts the size: the hardened library checks it against the block
+ * first, as it does C++ sized delete's (common/harden.h), so that a wrong
+ * size stops at the call instead of putting the block on another class's
+ * list. */
+#if HC_HARDENED
+HC_EXPORT void free_sized(void *ptr, size_t size) {
+    harden_sized_free(ptr, size, "free_sized(): wrong size for the block at");
+}
+#else
 HC_EXPORT void free_sized(void *ptr, size_t size) { hc_free_sized(ptr, size); }
+#endif
 
 /* An aligned block may have come from a larger class than `size` names
  * (hc_aligned_alloc moves up to a class whose size is a multiple of the

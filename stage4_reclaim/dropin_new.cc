@@ -129,8 +129,9 @@ HC_NEW_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept {
 // a double delete at the call (common/harden.h), as it stops a double free.
 // The hardened library checks the size against the block (common/harden.h).
 #if HC_HARDENED
-HC_NEW_EXPORT void operator delete(void *p, std::size_t n) noexcept { harden_sized_delete(p, n); }
-HC_NEW_EXPORT void operator delete[](void *p, std::size_t n) noexcept { harden_sized_delete(p, n); }
+static constexpr const char *kWrongSize = "delete(): wrong size for the block at";
+HC_NEW_EXPORT void operator delete(void *p, std::size_t n) noexcept { harden_sized_free(p, n, kWrongSize); }
+HC_NEW_EXPORT void operator delete[](void *p, std::size_t n) noexcept { harden_sized_free(p, n, kWrongSize); }
 #else
 HC_NEW_EXPORT void operator delete(void *p, std::size_t) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, std::size_t) noexcept { hc_free(p); }

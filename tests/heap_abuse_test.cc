@@ -332,24 +332,41 @@ TEST(HeapAbuseDeathTest, DoubleFreeAfterAMalloc) {
 }
 
 #if HC_HARDENED
-// The hardened drop-in's sized delete: a size of another class stops (the
-// `delete` of a `new char[4096]` gives 1; a wrong type another size); the
-// sizes of the block's own class free it.
+// The hardened drop-in's sized delete and free_sized: a size of another
+// class stops (the `delete` of a `new char[4096]` gives 1; a wrong type
+// another size; a free_sized given another block's size); the sizes of the
+// block's own class free it.
+constexpr const char *kDeleteWrongSize = "delete(): wrong size for the block at";
+
 TEST(HeapAbuseDeathTest, SizedDeleteWithTheWrongSizeAborts) {
     constexpr const char *kWrongSize = "^hcmalloc: delete\\(\\): wrong size for the block at 0x[0-9a-f]+\n$";
     void *array = hc_malloc(4096);
     ASSERT_NE(array, nullptr);
-    EXPECT_EXIT(harden_sized_delete(array, 1), KilledBySignal(SIGABRT), kWrongSize);
-    EXPECT_EXIT(harden_sized_delete(array, 4096 + 1), KilledBySignal(SIGABRT), kWrongSize);
-    harden_sized_delete(array, 4096);
+    EXPECT_EXIT(harden_sized_free(array, 1, kDeleteWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    EXPECT_EXIT(harden_sized_free(array, 4096 + 1, kDeleteWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_free(array, 4096, kDeleteWrongSize);
     void *small = hc_malloc(72);
     ASSERT_NE(small, nullptr);
-    EXPECT_EXIT(harden_sized_delete(small, 16), KilledBySignal(SIGABRT), kWrongSize);
-    harden_sized_delete(small, 65); /* 65..80: the 80-byte class */
+    EXPECT_EXIT(harden_sized_free(small, 16, kDeleteWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_free(small, 65, kDeleteWrongSize); /* 65..80: the 80-byte class */
     void *large = hc_malloc(1 << 20); /* a guarded block: new gave it its size */
     ASSERT_NE(large, nullptr);
-    EXPECT_EXIT(harden_sized_delete(large, 1), KilledBySignal(SIGABRT), kWrongSize);
-    harden_sized_delete(large, 1 << 20);
+    EXPECT_EXIT(harden_sized_free(large, 1, kDeleteWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_free(large, 1 << 20, kDeleteWrongSize);
+}
+
+// The caller's words are the message's: free_sized's own, and a block of
+// the table's sizes (1..4 KiB) given a size of another of them, which the
+// sized fast path would have put on that size's list.
+TEST(HeapAbuseDeathTest, FreeSizedWithTheWrongSizeAbortsAtTheCall) {
+    constexpr const char *kFreeSizedWrongSize = "free_sized(): wrong size for the block at";
+    constexpr const char *kWrongSize = "^hcmalloc: free_sized\\(\\): wrong size for the block at 0x[0-9a-f]+\n$";
+    void *block = hc_malloc(3000);
+    ASSERT_NE(block, nullptr);
+    EXPECT_EXIT(harden_sized_free(block, 2000, kFreeSizedWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    EXPECT_EXIT(harden_sized_free(block, 0, kFreeSizedWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    harden_sized_free(block, 3000, kFreeSizedWrongSize);
+    harden_sized_free(nullptr, 10, kFreeSizedWrongSize);
 }
 
 // ---- The 8-byte blocks' canary (common/harden.h) ---------------------------------------

@@ -5,6 +5,7 @@
  * mimalloc-bench's security programs do); an allocator that catches it
  * stops the program first. -fno-builtin keeps every call. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -126,6 +127,30 @@ static void next_slot(void) {
     not_caught();
 }
 
+/* C23's free_sized with another block's size (a size of 1..4 KiB, where
+ * the default build's sized fast path trusts it): the block lands on the
+ * wrong class's list, and the next malloc of that size hands a 112-byte
+ * slot out for 2,000 bytes. Past the call is NOT_CAUGHT already: the
+ * hardened library stops at the call, not at a later malloc. Looked up at
+ * run time: glibc 2.36 does not declare it. */
+static void free_sized_wrong_size(void) {
+    void (*free_sized)(void *, size_t);
+    *(void **)&free_sized = dlsym(RTLD_DEFAULT, "free_sized");
+    if (free_sized == NULL) {
+        puts("SKIPPED: no free_sized");
+        return;
+    }
+    warm(2000);
+    char *p = malloc(100);
+    free_sized(p, 2000);
+    not_caught();
+    for (int i = 0; i < 64; i++)
+        if (addr(malloc(2000)) == addr(p)) {
+            puts("handed out again as 2,000 bytes");
+            return;
+        }
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -139,6 +164,7 @@ static const struct {
     {"never_handed_out", never_handed_out},
     {"interior_free", interior_free},
     {"next_slot", next_slot},
+    {"free_sized_wrong_size", free_sized_wrong_size},
 };
 
 int main(int argc, char **argv) {

@@ -5,7 +5,9 @@
 # "hcmalloc: ..." line on stderr, no NOT_CAUGHT. The default library must do
 # what docs/design.md (section 6) says: stop the double frees (when the
 # list is cut, or at the call), and follow a forged link (NOT_CAUGHT: the
-# second malloc returns the program's own buffer).
+# second malloc returns the program's own buffer). HC_CONFIG (the BUILD
+# file's, from --config) is "debug" where the default library is the debug
+# build, which checks free_sized's size at the call.
 set -u
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 default_lib=$(abs "$1")
@@ -22,6 +24,7 @@ cases=(
     "never_handed_out caught"
     "interior_free caught"
     "next_slot caught"
+    "free_sized_wrong_size $([[ ${HC_CONFIG:-} == debug ]] && echo caught || echo not_caught)"
 )
 status=0
 run() { # LIB CASE WANT
