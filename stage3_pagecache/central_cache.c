@@ -250,19 +250,19 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
     *last = tail;
 }
 
-static void cc_sweep_idle(void);
+static void cc_sweep_idle(size_t now);
 
-/* Pages of the spans carved so far; each CC_SWEEP_PAGES of them, a sweep. */
-static size_t cc_carved_pages;
+size_t cc_carved_pages;
 
 /* A span of `pages` pages is about to be carved: the heap grows by it unless
- * free pages can be had. Every CC_SWEEP_PAGES pages, the classes nobody
- * fetched from since the last sweep give back what they cache, first, so
- * that this span and the next can reuse it (cc_sweep_idle). No lock held. */
+ * free pages can be had. Every CC_SWEEP_EVERY_PAGES pages, the classes
+ * nobody fetched from while the last CC_SWEEP_PAGES were carved give back
+ * what they cache, first, so that this span and the next can reuse it
+ * (cc_sweep_idle). No lock held. */
 static void cc_note_carve(size_t pages) {
     size_t after = __atomic_add_fetch(&cc_carved_pages, pages, __ATOMIC_RELAXED);
-    if ((after - pages) / CC_SWEEP_PAGES != after / CC_SWEEP_PAGES)
-        cc_sweep_idle();
+    if ((after - pages) / CC_SWEEP_EVERY_PAGES != after / CC_SWEEP_EVERY_PAGES)
+        cc_sweep_idle(after);
 }
 
 uint32_t cc_trip_batches(unsigned cls) {
@@ -605,22 +605,30 @@ void cc_give_back_cached(void) {
         }
 }
 
-/* A class nobody fetched from for a whole sweep period is idle: a program
- * moved on from it (strings grown by realloc leave every class they pass
- * through on their way up). What its transfer cache and spare
- * spans hold, up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT, would
- * otherwise wait for a fetch that may never come while the heap grows for
- * other classes. A class in use keeps its cache: it fetched. */
-static void cc_sweep_idle(void) {
+/* A class nobody fetched from while CC_SWEEP_PAGES pages were carved
+ * (`now` is the clock, cc_carved_pages) is idle: a program moved on from it
+ * (strings grown by realloc leave every class they pass through on their
+ * way up; a phase of one size ends and the next begins). What its transfer
+ * cache and spare spans hold, up to CC_TRANSFER_MAX_BYTES and
+ * CC_EMPTY_BYTES_KEPT, would otherwise wait for a fetch that may never
+ * come while the heap grows for other classes. A class in use keeps its
+ * cache: it fetched. */
+static int cc_bucket_idle(cc_bucket *bucket, size_t now) {
+    size_t fetched_at = __atomic_load_n(&bucket->fetched_at, __ATOMIC_RELAXED);
+    return fetched_at <= now && now - fetched_at >= CC_SWEEP_PAGES; /* a fetch since `now`: in use */
+}
+
+static void cc_sweep_idle(size_t now) {
+    /* A carve comes after a fetch, which set the buckets up: cc_buckets
+     * is read directly, without cc_shard_bucket's call for each. */
     for (unsigned shard = 0; shard < CC_SHARDS; shard++)
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
-            cc_bucket *bucket = cc_shard_bucket(shard, cls);
-            if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
-                continue; /* never used: nothing to give back, and no lock to take */
+            cc_bucket *bucket = &cc_buckets[shard][cls];
+            /* Never used, or fetched from lately: no lock to take. */
+            if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED) || !cc_bucket_idle(bucket, now))
+                continue;
             cc_lock_bucket(bucket);
-            int idle = !bucket->fetched && (bucket->batch_count > 0 || bucket->empty_spans > 0);
-            bucket->fetched = 0;
-            if (idle)
+            if (cc_bucket_idle(bucket, now) && (bucket->batch_count > 0 || bucket->empty_spans > 0))
                 cc_give_back_bucket(cls, bucket);
             else
                 hc_lock_unlock(&bucket->lock);

@@ -46,7 +46,7 @@ typedef struct cc_bucket {
     size_t free_objects;       /* on both lists, for stats and cc_fetch's peek */
     size_t span_bytes;         /* in spans this class holds now */
     size_t empty_spans;        /* on the spares list */
-    uint8_t fetched;           /* cc_fetch came since the last idle sweep */
+    size_t fetched_at;         /* cc_carved_pages at its last fetch: the idle sweep's clock (atomic) */
     uint8_t touched;           /* ever fetched from (the idle sweep skips the others) */
     cc_batch *batches;         /* its CC_TRANSFER_MAX_BATCHES rows, in cc_bucket_rows */
 } HC_CACHE_ALIGNED cc_bucket;
@@ -90,14 +90,19 @@ cc_bucket *cc_shard_bucket(unsigned shard, unsigned cls);
 /* Takes a bucket's lock, counted per class by the trace build. */
 HC_INLINE void cc_lock_bucket(cc_bucket *bucket) { HC_TRACE_LOCK_ACQUIRE(&bucket->lock, bucket->size_class); }
 
-/* A fetch came to the bucket (its lock held): not idle, so the next sweep
- * leaves it alone. The bucket is `touched` from then on: it may hold what
+/* Pages of the spans carved so far (atomic): the clock of the idle sweep,
+ * which gives back what a class caches once this many pages have been
+ * carved since its last fetch (CC_SWEEP_PAGES). */
+extern size_t cc_carved_pages;
+
+/* A fetch came to the bucket (its lock held): not idle until CC_SWEEP_PAGES
+ * more pages are carved. The bucket is `touched` from then on: it may hold what
  * the idle sweep must see. Only a fetch makes it so: objects come home to
  * a bucket only from spans a fetch there carved. The sweep reads `touched`
  * without the lock, and most buckets (classes a shard's threads never use)
  * stay untouched and unvisited. */
 HC_INLINE void cc_note_fetched(cc_bucket *bucket) {
-    bucket->fetched = 1;
+    __atomic_store_n(&bucket->fetched_at, __atomic_load_n(&cc_carved_pages, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     if (!__atomic_load_n(&bucket->touched, __ATOMIC_RELAXED))
         __atomic_store_n(&bucket->touched, 1, __ATOMIC_RELAXED);
 }

@@ -586,6 +586,36 @@ TEST(TransferCache, AnIdleClassGivesItsCacheBackWhileOthersCarveSpans) {
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
+// The sweep's clock is pages carved: a class gives its cache back once
+// CC_SWEEP_PAGES pages have been carved since its last fetch (at the next
+// sweep, within CC_SWEEP_EVERY_PAGES more), not before. A phase of one
+// size that ends while the next size carves leaves at most that much
+// behind (transfer_cache.h says why those figures).
+TEST(TransferCache, AnIdleClassGivesBackOnceTheSweepPeriodIsCarvedSinceItsLastFetch) {
+    const unsigned idle = sc_index(152), grower = sc_index(64 << 10);
+    const size_t step = sc_span_pages(grower);
+    ReturnChain(idle, Fetch(idle, sc_batch(idle)));
+    ASSERT_EQ(Bucket(idle).batches, 1u);
+    const size_t fetched_at = cc_bucket_of(idle)->fetched_at;
+    auto carved_since = [&] { return __atomic_load_n(&cc_carved_pages, __ATOMIC_RELAXED) - fetched_at; };
+    std::vector<void *> grown;
+    auto carve = [&] {
+        std::vector<void *> one = Fetch(grower, 1);  // one object per span: a new span each
+        ASSERT_EQ(one.size(), 1u);
+        grown.push_back(one[0]);
+    };
+    while (carved_since() + step < CC_SWEEP_PAGES) carve();
+    EXPECT_EQ(Bucket(idle).batches, 1u) << "idle for less than the period (" << carved_since()
+                                        << " pages carved since its fetch): it keeps its batch";
+    while (carved_since() < CC_SWEEP_PAGES + CC_SWEEP_EVERY_PAGES + step) carve();
+    EXPECT_EQ(Bucket(idle).batches, 0u) << carved_since() << " pages carved since its fetch, "
+                                        << "and the batch is still cached";
+    EXPECT_EQ(Bucket(idle).span_bytes, 0u) << "its span, empty then, back to the page cache";
+    for (void *p : grown) Return(grower, p);
+    cc_give_back_cached();
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
 // Conservation: threads trade objects through one class's bucket, with
 // batches of every size (full ones go through the transfer cache, others
 // to the spans). No object is ever handed to two holders at once, and when

@@ -121,14 +121,18 @@ size_t cc_spares_kept(unsigned cls);
 /* The spares' bytes counted against CC_SPARE_BYTES_TOTAL now. */
 size_t cc_spare_bytes_beyond_first(void);
 
-/* Each time the central cache has carved this many pages into new spans
- * (4 MiB), every class that no thread fetched from since the previous time
- * gives back its transfer cache and its spare empty spans, as
- * cc_give_back_cached does for all: memory a program stopped asking for in one
- * class goes to the spans the heap is growing for in others, instead of
- * waiting for good (up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT per
- * class). */
-#define CC_SWEEP_PAGES 512
+/* The idle sweep's clock is the pages the central cache carves into new
+ * spans. A class that no thread fetched from while this many were carved
+ * (1 MiB) gives back its transfer cache and its spare empty spans, as
+ * cc_give_back_cached does for all: memory a program stopped asking for in
+ * one class goes to the spans the heap is growing for in others, instead
+ * of waiting for good (up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT
+ * per class). The sweep looks every CC_SWEEP_EVERY_PAGES pages, so the heap
+ * grows by at most the sum of the two before an idle class's cache is
+ * there for it; a class that fetches keeps its cache however long it
+ * holds it. */
+#define CC_SWEEP_PAGES       128
+#define CC_SWEEP_EVERY_PAGES 32
 
 /* Batches the transfer cache of class `cls` may hold (at least 1). */
 uint32_t cc_transfer_capacity(unsigned cls);
