@@ -36,7 +36,8 @@
  *     list's head (harden_link_behind), so the next malloc of the class
  *     returns another block;
  *   - C++ sized delete and C23 free_sized check their size against the
- *     block's class (harden_sized_free);
+ *     block's class (harden_sized_free; aligned ones, harden_aligned_sized_free);
+ *     malloc_usable_size of a freed block stops (harden_block_is_free);
  *   - a block of HARDEN_GUARD_MIN_SIZE bytes or more is a guarded block:
  *     a mapping of its own between no-access pages, no-access once freed
  *     and kept so for a while (common/harden_guard.h).
@@ -197,13 +198,28 @@ HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
     ((uintptr_t *)slot)[1] = t;
 }
 
-/* Free of `slot`: its tag says whether it is free already. Program data
- * equal to key ^ slot is a 2^-64 chance; a free object's link also decodes
- * to a valid pointer, which confirms it (in O(1): no list is walked). */
+/* Whether small object `slot` (its key t) is free: its tag says so.
+ * Program data equal to key ^ slot is a 2^-64 chance; a free object's link
+ * also decodes to a valid pointer, which confirms it (in O(1): no list is
+ * walked). */
+HC_INLINE int harden_tagged_free(const void *slot, uintptr_t t) {
+    const uintptr_t *word = (const uintptr_t *)slot;
+    return HC_UNLIKELY(word[1] == t) && ((word[0] ^ t) & HARDEN_BAD_LINK_BITS) == 0;
+}
+
+/* Free of `slot`: a free one is a double free. */
 HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) {
-    if (HC_UNLIKELY(((uintptr_t *)slot)[1] == t) &&
-        ((((uintptr_t *)slot)[0] ^ t) & HARDEN_BAD_LINK_BITS) == 0)
+    if (harden_tagged_free(slot, t))
         harden_free_of_free(slot);
+}
+
+/* A question about a block the program says is live (malloc_usable_size):
+ * is it free? Only the hardened build asks; the default one would read
+ * program data that a checker (memcheck) sees as never written. Under a
+ * checker (track.h) a freed block's words are the checker's to guard, and
+ * it would report the read: there the question is not asked. */
+HC_INLINE int harden_block_is_free(const void *slot) {
+    return !HC_TRACK_VALGRIND && !HC_TRACK_ASAN && harden_tagged_free(slot, harden_slot_key(slot));
 }
 
 /* Freed blocks are not handed straight back: hc_free links `slot` (its
@@ -244,6 +260,10 @@ __attribute__((cold)) void harden_corrupt_link_last(const void *slot);
  * aligned block may be large for a small size); a guarded block's size
  * must be a guarded size that fits it. */
 void harden_sized_free(void *ptr, size_t size, const char *wrong_size);
+/* The same for an aligned block (C++ aligned sized delete, C23
+ * free_aligned_sized): `size` with `alignment` must name the class that
+ * hc_aligned_alloc took for them, which may be above size's own. */
+void harden_aligned_sized_free(void *ptr, size_t alignment, size_t size, const char *wrong_size);
 
 /* The default build's free tag: the hardened one above does its work. */
 HC_INLINE int free_tag_try_set(void *slot) { (void)slot; return 1; }
@@ -287,6 +307,7 @@ HC_INLINE void harden_store(void *slot, void *next, uintptr_t t) {
     *(void **)slot = next;
 }
 HC_INLINE void harden_check_not_free(void *slot, uintptr_t t) { (void)slot; (void)t; }
+HC_INLINE int harden_block_is_free(const void *slot) { (void)slot; return 0; }
 
 /* Free's tag: the block's own address minus an odd constant. Odd, so it is
  * never the address of an aligned object; the block's own, so copying a

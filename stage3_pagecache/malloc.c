@@ -371,6 +371,19 @@ HC_EXPORT void hc_free(void *ptr) {
     /* LAB END: free_dispatch */
 }
 
+/* The class hc_aligned_alloc takes for `want` bytes (at least the
+ * alignment, a power of two above HC_MIN_ALIGN): the first class from
+ * want's up whose size is a multiple of `alignment`; 0 where it takes a
+ * large span. */
+static unsigned aligned_class(size_t alignment, size_t want) {
+    if (alignment > HC_PAGE_SIZE || want > HC_MAX_SMALL_SIZE)
+        return 0;
+    unsigned cls = sc_index(want);
+    while (sc_size(cls) % alignment != 0)
+        cls++;
+    return cls;
+}
+
 #if HC_HARDENED
 void harden_sized_free(void *ptr, size_t size, const char *wrong_size) {
     if (ptr != NULL && !harden_is_zero_size(ptr)) {
@@ -387,6 +400,23 @@ void harden_sized_free(void *ptr, size_t size, const char *wrong_size) {
         }
     }
     hc_free(ptr);
+}
+
+void harden_aligned_sized_free(void *ptr, size_t alignment, size_t size, const char *wrong_size) {
+    if (ptr == NULL)
+        return;
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+        hc_fatal_pointer(wrong_size, ptr); /* no aligned allocation had this alignment */
+    size_t want = size < alignment ? alignment : size;
+    if (alignment <= HC_MIN_ALIGN) { /* hc_aligned_alloc took hc_malloc(want) */
+        harden_sized_free(ptr, want, wrong_size);
+        return;
+    }
+    unsigned cls = aligned_class(alignment, want);
+    if (cls != 0)
+        harden_sized_free(ptr, sc_size(cls), wrong_size);
+    else
+        hc_free(ptr); /* an aligned large span: by address, as harden_sized_free frees large blocks */
 }
 #endif
 
@@ -438,7 +468,10 @@ HC_EXPORT size_t hc_usable_size(const void *ptr) {
     if (guarded != 0)
         return guarded;
     void *p = (void *)(uintptr_t)ptr;
-    size_t usable = block_size(block_span(p, "malloc_usable_size(): invalid pointer"));
+    hc_span *span = block_span(p, "malloc_usable_size(): invalid pointer");
+    if (span->state == SPAN_SMALL && harden_block_is_free(p)) /* hardened: the size of a freed block */
+        hc_fatal_pointer_why("malloc_usable_size(): invalid pointer", p, "it is free");
+    size_t usable = block_size(span);
     track_resize(p, usable, usable); /* the program may use all of it now */
     return usable;
 }
@@ -604,12 +637,9 @@ HC_EXPORT void *hc_aligned_alloc(size_t alignment, size_t size) {
     size_t want = size < alignment ? alignment : size;
     if (alignment <= HC_MIN_ALIGN)
         return hc_malloc(want);
-    if (alignment <= HC_PAGE_SIZE && want <= HC_MAX_SMALL_SIZE) {
-        unsigned cls = sc_index(want);
-        while (sc_size(cls) % alignment != 0)
-            cls++;
+    unsigned cls = aligned_class(alignment, want);
+    if (cls != 0)
         return hc_malloc(sc_size(cls));
-    }
     /* A large span (even for a small size: its block is still freed with
      * hc_free, which asks the span, not the size). */
     size_t align_pages = alignment > HC_PAGE_SIZE ? alignment >> HC_PAGE_SHIFT : 1;

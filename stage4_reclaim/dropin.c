@@ -126,9 +126,13 @@ HC_EXPORT void free_sized(void *ptr, size_t size) { hc_free_sized(ptr, size); }
  * (hc_aligned_alloc moves up to a class whose size is a multiple of the
  * alignment), so it is freed by address. */
 HC_EXPORT void free_aligned_sized(void *ptr, size_t alignment, size_t size) {
+#if HC_HARDENED /* the size and alignment checked against that class first */
+    harden_aligned_sized_free(ptr, alignment, size, "free_aligned_sized(): wrong size for the block at");
+#else
     (void)alignment;
     (void)size;
     hc_free(ptr);
+#endif
 }
 
 /* glibc's own entry points, which some programs and libraries call

@@ -143,5 +143,16 @@ HC_NEW_EXPORT void operator delete(void *p, std::align_val_t) noexcept { hc_free
 HC_NEW_EXPORT void operator delete[](void *p, std::align_val_t) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { hc_free(p); }
+// The hardened library checks a sized one's size and alignment against the
+// block's class (common/harden.h).
+#if HC_HARDENED
+HC_NEW_EXPORT void operator delete(void *p, std::size_t n, std::align_val_t a) noexcept {
+    harden_aligned_sized_free(p, static_cast<std::size_t>(a), n, kWrongSize);
+}
+HC_NEW_EXPORT void operator delete[](void *p, std::size_t n, std::align_val_t a) noexcept {
+    harden_aligned_sized_free(p, static_cast<std::size_t>(a), n, kWrongSize);
+}
+#else
 HC_NEW_EXPORT void operator delete(void *p, std::size_t, std::align_val_t) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { hc_free(p); }
+#endif

@@ -369,6 +369,37 @@ TEST(HeapAbuseDeathTest, FreeSizedWithTheWrongSizeAbortsAtTheCall) {
     harden_sized_free(nullptr, 10, kFreeSizedWrongSize);
 }
 
+// An aligned block's size names the class hc_aligned_alloc took for it:
+// 64 bytes at 64 is the 64-byte class, which 48 at 64 names too (the
+// alignment raises it), and 128 at 64 does not; 40 bytes at 32 is the
+// 64-byte class as well (48 is no multiple of 32). An alignment that is no
+// power of two names no aligned block.
+TEST(HeapAbuseDeathTest, AlignedSizedFreeWithTheWrongSizeAborts) {
+    constexpr const char *kWrongSize = "^hcmalloc: delete\\(\\): wrong size for the block at 0x[0-9a-f]+\n$";
+    void *block = hc_aligned_alloc(64, 64);
+    ASSERT_NE(block, nullptr);
+    EXPECT_EXIT(harden_aligned_sized_free(block, 64, 128, kDeleteWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    EXPECT_EXIT(harden_aligned_sized_free(block, 48, 64, kDeleteWrongSize), KilledBySignal(SIGABRT), kWrongSize);
+    harden_aligned_sized_free(block, 64, 48, kDeleteWrongSize);
+    void *forty = hc_aligned_alloc(32, 40);
+    ASSERT_NE(forty, nullptr);
+    ASSERT_EQ(hc_usable_size(forty), 64u);
+    harden_aligned_sized_free(forty, 32, 40, kDeleteWrongSize);
+    harden_aligned_sized_free(nullptr, 64, 64, kDeleteWrongSize);
+}
+
+// malloc_usable_size of a freed block: its tag says it is free.
+TEST(HeapAbuseDeathTest, UsableSizeOfAFreedBlockAborts) {
+    if (HC_TRACK_ASAN || HC_TRACK_VALGRIND)
+        GTEST_SKIP() << "a checker guards the freed block's words; the hardened build does not read them there";
+    void *block = hc_malloc(16);
+    ASSERT_NE(block, nullptr);
+    ASSERT_GE(hc_usable_size(block), 16u);
+    hc_free(block);
+    EXPECT_EXIT(hc_usable_size(block), KilledBySignal(SIGABRT),
+                "^hcmalloc: malloc_usable_size\\(\\): invalid pointer 0x[0-9a-f]+ \\(it is free\\)\n$");
+}
+
 // ---- The 8-byte blocks' canary (common/harden.h) ---------------------------------------
 
 constexpr const char *kOverflow =

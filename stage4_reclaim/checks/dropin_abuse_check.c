@@ -151,6 +151,31 @@ static void free_sized_wrong_size(void) {
         }
 }
 
+/* C23's free_aligned_sized with a size of another class than
+ * aligned_alloc's (64 bytes at 64: the 64-byte class; 128 names the
+ * 128-byte one). Freed by address, it does no harm in the default build;
+ * past the call is NOT_CAUGHT. */
+static void free_aligned_sized_wrong_size(void) {
+    void (*free_aligned_sized)(void *, size_t, size_t);
+    *(void **)&free_aligned_sized = dlsym(RTLD_DEFAULT, "free_aligned_sized");
+    if (free_aligned_sized == NULL) {
+        puts("SKIPPED: no free_aligned_sized");
+        return;
+    }
+    void *p = aligned_alloc(64, 64);
+    free_aligned_sized(p, 64, 128);
+    not_caught();
+}
+
+/* malloc_usable_size of a block already freed: a program that asks has lost
+ * track of it. */
+static void usable_size_after_free(void) {
+    char *p = malloc(16);
+    free(p);
+    if (malloc_usable_size(p) != (size_t)-1)
+        not_caught();
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -165,6 +190,8 @@ static const struct {
     {"interior_free", interior_free},
     {"next_slot", next_slot},
     {"free_sized_wrong_size", free_sized_wrong_size},
+    {"free_aligned_sized_wrong_size", free_aligned_sized_wrong_size},
+    {"usable_size_after_free", usable_size_after_free},
 };
 
 int main(int argc, char **argv) {

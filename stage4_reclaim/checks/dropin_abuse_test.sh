@@ -25,6 +25,8 @@ cases=(
     "interior_free caught"
     "next_slot caught"
     "free_sized_wrong_size $([[ ${HC_CONFIG:-} == debug ]] && echo caught || echo not_caught)"
+    "free_aligned_sized_wrong_size not_caught"
+    "usable_size_after_free not_caught"
 )
 status=0
 run() { # LIB CASE WANT
