@@ -20,10 +20,10 @@ cd "$(dirname "$0")/../.."
 src=$1/test
 shift
 [ -f "$src/test_smc.py" ] || { echo "hardened_malloc_tests: no $src/test_smc.py" >&2; exit 2; }
+source tools/measure/preload_libs.sh
 if [ $# -eq 0 ]; then
-    bazel build --config=opt //stage4_reclaim:libhcmalloc.so //stage4_reclaim:libhcmalloc_hardened.so >&2
-    set -- glibc bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc.so \
-        bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc_hardened.so
+    mapfile -t libs < <(hc_default_libs)
+    set -- "${libs[@]}"
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -74,8 +74,7 @@ done <"$work/expected"
 
 declare -A same other
 for lib in "$@"; do
-    env=()
-    [ "$lib" = glibc ] || env=("LD_PRELOAD=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")")
+    mapfile -t env < <(hc_preload_env "$lib")
     same[$lib]=0 other[$lib]=0
     while read -r name want; do
         [ -x "$work/$name" ] || continue

@@ -19,10 +19,10 @@ cd "$(dirname "$0")/../.."
 src=$1/bench/security
 shift
 [ -f "$src/common.h" ] || { echo "security_suite: no $src/common.h" >&2; exit 2; }
+source tools/measure/preload_libs.sh
 if [ $# -eq 0 ]; then
-    bazel build --config=opt //stage4_reclaim:libhcmalloc.so //stage4_reclaim:libhcmalloc_hardened.so >&2
-    set -- glibc bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc.so \
-        bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc_hardened.so
+    mapfile -t libs < <(hc_default_libs)
+    set -- "${libs[@]}"
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -41,8 +41,7 @@ done
 
 declare -A caught total df_caught df_total
 for lib in "$@"; do
-    env=()
-    [ "$lib" = glibc ] || env=("LD_PRELOAD=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")")
+    mapfile -t env < <(hc_preload_env "$lib")
     caught[$lib]=0 total[$lib]=0 df_caught[$lib]=0 df_total[$lib]=0
     for program in "$work"/*; do
         out=$( (timeout 1s env "${env[@]}" "$program" || echo CRASHED) 2>/dev/null || echo TIMEOUT)
