@@ -21,12 +21,8 @@ src=$1/test
 shift
 [ -f "$src/test_smc.py" ] || { echo "hardened_malloc_tests: no $src/test_smc.py" >&2; exit 2; }
 source tools/measure/preload_libs.sh
-if [ $# -eq 0 ]; then
-    mapfile -t libs < <(hc_default_libs)
-    set -- "${libs[@]}"
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+hc_libs_and_scratch "$@"
+set -- "${libs[@]}"
 
 # NAME EXPECTED-CODE, in test_smc.py's order.
 python3 - "$src/test_smc.py" >"$work/expected" <<'EOF'

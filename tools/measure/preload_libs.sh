@@ -11,6 +11,19 @@ hc_default_libs() {
         bazel-out/k8-opt/bin/stage4_reclaim/libhcmalloc_hardened.so
 }
 
+# Sets `libs` to the libraries named (the arguments), or to the default
+# ones if none is, and `work` to a scratch folder, removed when the script
+# exits.
+hc_libs_and_scratch() {
+    if [ $# -eq 0 ]; then
+        mapfile -t libs < <(hc_default_libs)
+    else
+        libs=("$@")
+    fi
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+}
+
 # What `env` takes to run a program under LIB: LD_PRELOAD with its absolute
 # path, or nothing for "glibc".
 hc_preload_env() {

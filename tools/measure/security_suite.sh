@@ -20,12 +20,8 @@ src=$1/bench/security
 shift
 [ -f "$src/common.h" ] || { echo "security_suite: no $src/common.h" >&2; exit 2; }
 source tools/measure/preload_libs.sh
-if [ $# -eq 0 ]; then
-    mapfile -t libs < <(hc_default_libs)
-    set -- "${libs[@]}"
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+hc_libs_and_scratch "$@"
+set -- "${libs[@]}"
 
 flags=(-O2 -Wno-free-nonheap-object -fno-inline -fno-builtin-inline -fno-inline-small-functions
        -fno-ipa-pure-const -w)
