@@ -107,6 +107,22 @@ HC_INLINE size_t sc_size(unsigned cls) {
     return ((size_t)1 << k) + (j << (k - 3u));
 }
 
+/* The class an aligned allocation of `want` bytes (at least `alignment`, a
+ * power of two above HC_MIN_ALIGN) takes: objects sit at multiples of their
+ * size from a page boundary, so the first class from want's up whose size
+ * is a multiple of `alignment` gives aligned objects (every power-of-two
+ * class is one, so the search ends by HC_MAX_SMALL_SIZE). 0 where none
+ * does: above a page of alignment, or of size, a large span aligned as
+ * asked (stage 3's hc_aligned_alloc). Slow path only. */
+HC_INLINE unsigned sc_aligned_index(size_t alignment, size_t want) {
+    if (alignment > HC_PAGE_SIZE || want > HC_MAX_SMALL_SIZE)
+        return 0;
+    unsigned cls = sc_index(want);
+    while (sc_size(cls) % alignment != 0)
+        cls++;
+    return cls;
+}
+
 /* Objects per transfer for class `cls`: HC_BATCH_BYTES / size, clamped. */
 HC_INLINE unsigned sc_batch(unsigned cls) {
     size_t n = HC_BATCH_BYTES / sc_size(cls);

@@ -371,54 +371,7 @@ HC_EXPORT void hc_free(void *ptr) {
     /* LAB END: free_dispatch */
 }
 
-/* The class hc_aligned_alloc takes for `want` bytes (at least the
- * alignment, a power of two above HC_MIN_ALIGN): the first class from
- * want's up whose size is a multiple of `alignment`; 0 where it takes a
- * large span. */
-static unsigned aligned_class(size_t alignment, size_t want) {
-    if (alignment > HC_PAGE_SIZE || want > HC_MAX_SMALL_SIZE)
-        return 0;
-    unsigned cls = sc_index(want);
-    while (sc_size(cls) % alignment != 0)
-        cls++;
-    return cls;
-}
-
-#if HC_HARDENED
-void harden_sized_free(void *ptr, size_t size, const char *wrong_size) {
-    if (ptr != NULL && !harden_is_zero_size(ptr)) {
-        /* The page map first: a small block is in no guarded table, whose
-         * lock every sized delete took (larson-sized: 3.3x its unsized twin). */
-        unsigned cls = pm_class_of(ptr);
-        if (cls != 0) {
-            if (size - 1 >= HC_MAX_SMALL_SIZE || sc_index(size) != cls)
-                hc_fatal_pointer(wrong_size, ptr);
-        } else {
-            size_t guarded = harden_guarded_size(ptr); /* new's size was its size */
-            if (guarded != 0 && (!harden_guards(size) || size > guarded))
-                hc_fatal_pointer(wrong_size, ptr);
-        }
-    }
-    hc_free(ptr);
-}
-
-void harden_aligned_sized_free(void *ptr, size_t alignment, size_t size, const char *wrong_size) {
-    if (ptr == NULL)
-        return;
-    if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-        hc_fatal_pointer(wrong_size, ptr); /* no aligned allocation had this alignment */
-    size_t want = size < alignment ? alignment : size;
-    if (alignment <= HC_MIN_ALIGN) { /* hc_aligned_alloc took hc_malloc(want) */
-        harden_sized_free(ptr, want, wrong_size);
-        return;
-    }
-    unsigned cls = aligned_class(alignment, want);
-    if (cls != 0)
-        harden_sized_free(ptr, sc_size(cls), wrong_size);
-    else
-        hc_free(ptr); /* an aligned large span: by address, as harden_sized_free frees large blocks */
-}
-#endif
+/* (The hardened drop-in's checked sized frees: sized_free_checks.c.) */
 
 /* ---- The rest of the API ----------------------------------------------------------- */
 
@@ -637,7 +590,7 @@ HC_EXPORT void *hc_aligned_alloc(size_t alignment, size_t size) {
     size_t want = size < alignment ? alignment : size;
     if (alignment <= HC_MIN_ALIGN)
         return hc_malloc(want);
-    unsigned cls = aligned_class(alignment, want);
+    unsigned cls = sc_aligned_index(alignment, want);
     if (cls != 0)
         return hc_malloc(sc_size(cls));
     /* A large span (even for a small size: its block is still freed with
