@@ -202,8 +202,9 @@ static void tc_trim_classes(tc_cache *tc, tc_list_bounds bounds, const uint64_t 
         }
 }
 
-/* Called on every refill and overflow: counts visits, scavenges each period.
- * The layer above may let a list grow past this stage's cap
+/* Called on every refill and overflow: counts visits, scavenges each period
+ * (TC_SCAVENGE_PERIOD visits, or sooner if the layer above ends it:
+ * tc_layer_period_ends). The layer above may let a list grow past this stage's cap
  * (tc_layer_list_bounds) for a phase in progress; a list that did not run
  * dry for a whole period is in no phase, so before the scavenge halves it,
  * it comes back to this stage's cap, limit and all. The scavenge alone
@@ -214,7 +215,7 @@ static void tc_trim_classes(tc_cache *tc, tc_list_bounds bounds, const uint64_t 
  * nothing. */
 static void tc_note_slow_path(tc_cache *tc) {
     tc_policy_cache *p = tc_policy(tc);
-    if (++p->slow_calls >= TC_SCAVENGE_PERIOD) {
+    if (tc_layer_period_ends(tc, ++p->slow_calls >= TC_SCAVENGE_PERIOD)) {
         p->slow_calls = 0;
         const uint64_t idle[2] = {p->used_classes[0] & ~p->ran_dry[0], p->used_classes[1] & ~p->ran_dry[1]};
         tc_trim_classes(tc, TC_STAGE2_LIST_BOUNDS, idle);

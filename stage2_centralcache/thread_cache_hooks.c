@@ -27,3 +27,8 @@ int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t
 void tc_layer_limit_lowered(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {
     (void)tc, (void)cls, (void)from, (void)to;
 }
+
+int tc_layer_period_ends(tc_cache *tc, int visits_done) {
+    (void)tc;
+    return visits_done;
+}

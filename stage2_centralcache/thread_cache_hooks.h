@@ -76,6 +76,13 @@ int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t
 /* lists[cls]'s limit went down from `from` to `to` objects. */
 void tc_layer_limit_lowered(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to);
 
+/* A slow-path visit; `visits_done`: the visits since the last scavenge
+ * reached TC_SCAVENGE_PERIOD. Returns whether the period ends now (the
+ * lists that did not run dry come back to this stage's cap, then the
+ * scavenge). Stage 2 counts visits alone; a layer above may end a period
+ * sooner, by a clock of its own. */
+int tc_layer_period_ends(tc_cache *tc, int visits_done);
+
 /* ---- What the list policy shares with the layer above ----------------------- */
 
 /* Every live cache, doubly linked, for stats (and for the layer above, which

@@ -254,6 +254,8 @@ static void cc_sweep_idle(size_t now);
 
 size_t cc_carved_pages;
 
+size_t cc_pages_carved(void) { return __atomic_load_n(&cc_carved_pages, __ATOMIC_RELAXED); }
+
 /* A span of `pages` pages is about to be carved: the heap grows by it unless
  * free pages can be had. Every CC_SWEEP_EVERY_PAGES pages, the classes
  * nobody fetched from while the last CC_SWEEP_PAGES were carved give back
@@ -605,22 +607,19 @@ void cc_give_back_cached(void) {
         }
 }
 
-/* A class nobody fetched from while CC_SWEEP_PAGES pages were carved
- * (`now` is the clock, cc_carved_pages) is idle: a program moved on from it
- * (strings grown by realloc leave every class they pass through on their
- * way up; a phase of one size ends and the next begins). What its transfer
- * cache and spare spans hold, up to CC_TRANSFER_MAX_BYTES and
- * CC_EMPTY_BYTES_KEPT, would otherwise wait for a fetch that may never
- * come while the heap grows for other classes. A class in use keeps its
- * cache: it fetched. */
+/* A class nobody fetched from while CC_SWEEP_PAGES pages were carved (the
+ * clock: `now`) is idle: a program moved on from it (strings grown by
+ * realloc pass through every class on their way up; a phase of one size
+ * ends, the next begins). What its transfer cache and spare spans hold
+ * (up to CC_TRANSFER_MAX_BYTES and CC_EMPTY_BYTES_KEPT) would otherwise wait
+ * for a fetch that may never come while the heap grows for other classes. */
 static int cc_bucket_idle(cc_bucket *bucket, size_t now) {
     size_t fetched_at = __atomic_load_n(&bucket->fetched_at, __ATOMIC_RELAXED);
     return fetched_at <= now && now - fetched_at >= CC_SWEEP_PAGES; /* a fetch since `now`: in use */
 }
 
 static void cc_sweep_idle(size_t now) {
-    /* A carve comes after a fetch, which set the buckets up: cc_buckets
-     * is read directly, without cc_shard_bucket's call for each. */
+    /* Set up by the fetch before any carve: read directly, not through cc_shard_bucket. */
     for (unsigned shard = 0; shard < CC_SHARDS; shard++)
         for (unsigned cls = 1; cls < HC_NUM_CLASSES; cls++) {
             cc_bucket *bucket = &cc_buckets[shard][cls];

@@ -35,6 +35,7 @@
 
 #include "common/lock.h"
 #include "common/size_class.h"
+#include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/reclaim.h"
 #include "stage4_reclaim/reclaim_cache.h"
@@ -160,6 +161,29 @@ tc_list_bounds tc_layer_list_bounds(unsigned cls) {
 
 int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {
     return tc_reserve(tc, (size_t)(to - from) * sc_size(cls));
+}
+
+/* A list the bound above let grow past stage 2's cap comes back to it when
+ * a scavenge period passes without its running dry (stage 2's
+ * tc_note_slow_path). Stage 2's period is TC_SCAVENGE_PERIOD slow-path
+ * visits, and a phase of big objects that follows one of small ones makes
+ * few: the lab traces' `waves` frees 8 MiB of 1 KiB blocks onto one list,
+ * then allocates 8 MiB of 3 KiB ones in fewer than 256 refills, carving
+ * new spans for all of them while the old phase waits on the list. So the
+ * period also ends once the heap has carved TC_PERIOD_CARVED_PAGES since
+ * it began (stage 3's sweep clock, cc_pages_carved): a thread's idle
+ * phase is trimmed after the heap has grown by at most that much, as the
+ * central cache's idle classes are after CC_SWEEP_PAGES. A heap that does
+ * not grow leaves the period to the visits. */
+#define TC_PERIOD_CARVED_PAGES CC_SWEEP_PAGES
+
+int tc_layer_period_ends(tc_cache *tc, int visits_done) {
+    tc_reclaim_cache *cache = tc_ext(tc);
+    size_t now = cc_pages_carved();
+    if (!visits_done && now - cache->period_carved_at < TC_PERIOD_CARVED_PAGES)
+        return 0;
+    cache->period_carved_at = now;
+    return 1;
 }
 
 void tc_layer_limit_lowered(tc_cache *tc, unsigned cls, uint32_t from, uint32_t to) {

@@ -12,6 +12,8 @@
 extern "C" {
 #include "common/hcmalloc.h"
 #include "stage1_threadcache/thread_cache.h"
+#include "stage2_centralcache/thread_cache_hooks.h"
+#include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/reclaim.h"
 }
 
@@ -211,6 +213,32 @@ TEST(Budget, AnIdleListGivesItsLimitBackToTheBudget) {
         EXPECT_LE(idle->max_length, 8192u) << "the idle list's limit came back to stage 2's cap";
         EXPECT_GE(fl_length(busy), 26000u) << "and the class in use had the budget for its phase";
         ExpectBudgetHolds("a phase after another class's");
+    }).join();
+}
+
+// The phase over, the thread moves on to big blocks, whose lists stay under
+// stage 2's cap: few slow-path visits (far fewer than a scavenge period's),
+// each carving new spans. The idle list does not wait for the visits: once
+// the heap has carved the sweep's period (CC_SWEEP_PAGES) since its period
+// began, the period ends (budget.c's tc_layer_period_ends) and the list
+// comes back to stage 2's cap, its objects there for the spans the heap is
+// growing for.
+TEST(Budget, AnIdlePhaseComesBackToTheCapWhileTheHeapGrows) {
+    hc_release_free_memory();
+    std::thread([] {
+        const size_t first = 128, big = 64 << 10;
+        RunPhase(first, 20000, 4);  // 2.5 MiB
+        const hc_free_list *idle = &tc_current->lists[sc_index(first)];
+        ASSERT_GT(fl_length(idle), 8192u) << "the first phase grew past stage 2's cap";
+        const size_t start = cc_pages_carved();
+        std::vector<void *> held;
+        while (cc_pages_carved() - start < 2 * CC_SWEEP_PAGES) held.push_back(hc_malloc(big));
+        ASSERT_LT(held.size(), 256u) << "fewer mallocs, hence slow-path visits, than a scavenge period";
+        EXPECT_LE(idle->max_length, 8192u) << "the idle list's limit came back to stage 2's cap after "
+                                           << held.size() << " mallocs of " << big << " B";
+        EXPECT_LE(fl_length(idle), 8192u);
+        for (void *p : held) hc_free_sized(p, big);
+        ExpectBudgetHolds("a phase, then the heap grown for big blocks");
     }).join();
 }
 
