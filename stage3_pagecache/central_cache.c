@@ -254,8 +254,6 @@ static void cc_sweep_idle(size_t now);
 
 size_t cc_carved_pages;
 
-size_t cc_pages_carved(void) { return __atomic_load_n(&cc_carved_pages, __ATOMIC_RELAXED); }
-
 /* A span of `pages` pages is about to be carved: the heap grows by it unless
  * free pages can be had. Every CC_SWEEP_EVERY_PAGES pages, the classes
  * nobody fetched from while the last CC_SWEEP_PAGES were carved give back

@@ -134,10 +134,6 @@ size_t cc_spare_bytes_beyond_first(void);
 #define CC_SWEEP_PAGES       128
 #define CC_SWEEP_EVERY_PAGES 32
 
-/* The sweep's clock now: the pages carved into new spans so far, which
- * grows only while the heap does (stage 4's thread caches read it too). */
-size_t cc_pages_carved(void);
-
 /* Batches the transfer cache of class `cls` may hold (at least 1). */
 uint32_t cc_transfer_capacity(unsigned cls);
 

@@ -35,6 +35,7 @@
 
 #include "common/lock.h"
 #include "common/size_class.h"
+#include "common/os.h"
 #include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/reclaim.h"
@@ -168,21 +169,26 @@ int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t
  * tc_note_slow_path). Stage 2's period is TC_SCAVENGE_PERIOD slow-path
  * visits, and a phase of big objects that follows one of small ones makes
  * few: the lab traces' `waves` frees 8 MiB of 1 KiB blocks onto one list,
- * then allocates 8 MiB of 3 KiB ones in fewer than 256 refills, carving
- * new spans for all of them while the old phase waits on the list. So the
- * period also ends once the heap has carved TC_PERIOD_CARVED_PAGES since
- * it began (stage 3's sweep clock, cc_pages_carved): a thread's idle
- * phase is trimmed after the heap has grown by at most that much, as the
- * central cache's idle classes are after CC_SWEEP_PAGES. A heap that does
- * not grow leaves the period to the visits. */
-#define TC_PERIOD_CARVED_PAGES CC_SWEEP_PAGES
+ * then allocates 8 MiB of 3 KiB ones in fewer than 256 refills, mapping new
+ * memory for all of them while the old phase waits on the list. So the
+ * period also ends once the memory mapped from the OS has grown by
+ * TC_PERIOD_GROWTH_BYTES since it began: a thread's idle phase is trimmed
+ * after the heap has grown by at most that much, as the central cache's
+ * idle classes are after CC_SWEEP_PAGES of new spans. Growth, not the
+ * central cache's clock: spans carved again from free pages (blocks of 32
+ * KiB and up, freed and allocated at random) move that clock while the
+ * heap stays the same size, and a period ended by each of them cost the
+ * lab trace `large` a third of its speed. */
+#define TC_PERIOD_GROWTH_BYTES ((size_t)CC_SWEEP_PAGES << HC_PAGE_SHIFT)
 
 int tc_layer_period_ends(tc_cache *tc, int visits_done) {
     tc_reclaim_cache *cache = tc_ext(tc);
-    size_t now = cc_pages_carved();
-    if (!visits_done && now - cache->period_carved_at < TC_PERIOD_CARVED_PAGES)
+    size_t mapped = os_mapped_bytes();
+    if (mapped < cache->period_mapped_at)
+        cache->period_mapped_at = mapped; /* growth is counted from the lowest point */
+    if (!visits_done && mapped - cache->period_mapped_at < TC_PERIOD_GROWTH_BYTES)
         return 0;
-    cache->period_carved_at = now;
+    cache->period_mapped_at = mapped;
     return 1;
 }
 

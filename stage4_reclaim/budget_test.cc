@@ -13,7 +13,7 @@ extern "C" {
 #include "common/hcmalloc.h"
 #include "stage1_threadcache/thread_cache.h"
 #include "stage2_centralcache/thread_cache_hooks.h"
-#include "stage3_pagecache/transfer_cache.h"
+#include "common/os.h"
 #include "stage4_reclaim/reclaim.h"
 }
 
@@ -218,28 +218,40 @@ TEST(Budget, AnIdleListGivesItsLimitBackToTheBudget) {
 
 // The phase over, the thread moves on to big blocks, whose lists stay under
 // stage 2's cap: few slow-path visits (far fewer than a scavenge period's),
-// each carving new spans. The idle list does not wait for the visits: once
-// the heap has carved the sweep's period (CC_SWEEP_PAGES) since its period
-// began, the period ends (budget.c's tc_layer_period_ends) and the list
-// comes back to stage 2's cap, its objects there for the spans the heap is
-// growing for.
-TEST(Budget, AnIdlePhaseComesBackToTheCapWhileTheHeapGrows) {
-    hc_release_free_memory();
-    std::thread([] {
+// each mapping new memory. The idle list does not wait for the visits: once
+// the memory mapped has grown by 1 MiB since its period began, the period
+// ends (budget.c's tc_layer_period_ends) and the list comes back to stage
+// 2's cap, its objects there for the spans the heap is growing for. In a
+// process of its own (a death test, run "threadsafe": the binary again),
+// whose page cache holds no free pages that the big blocks would take
+// first. Returns 0, or which check failed.
+int IdlePhaseComesBackToTheCapWhileTheHeapGrows() {
+    int failed = 0;
+    std::thread([&] {
         const size_t first = 128, big = 64 << 10;
         RunPhase(first, 20000, 4);  // 2.5 MiB
         const hc_free_list *idle = &tc_current->lists[sc_index(first)];
-        ASSERT_GT(fl_length(idle), 8192u) << "the first phase grew past stage 2's cap";
-        const size_t start = cc_pages_carved();
+        if (fl_length(idle) <= 8192u) {
+            failed = 2;
+            return;
+        }
+        const size_t start = os_mapped_bytes();
         std::vector<void *> held;
-        while (cc_pages_carved() - start < 2 * CC_SWEEP_PAGES) held.push_back(hc_malloc(big));
-        ASSERT_LT(held.size(), 256u) << "fewer mallocs, hence slow-path visits, than a scavenge period";
-        EXPECT_LE(idle->max_length, 8192u) << "the idle list's limit came back to stage 2's cap after "
-                                           << held.size() << " mallocs of " << big << " B";
-        EXPECT_LE(fl_length(idle), 8192u);
+        while (os_mapped_bytes() - start < ((size_t)2 << 20)) held.push_back(hc_malloc(big));
+        if (held.size() >= 256u)
+            failed = 3;  // as many visits as a period: the visits could have ended it
+        else if (idle->max_length > 8192u || fl_length(idle) > 8192u)
+            failed = 4;
         for (void *p : held) hc_free_sized(p, big);
-        ExpectBudgetHolds("a phase, then the heap grown for big blocks");
     }).join();
+    return failed;
+}
+
+TEST(BudgetDeathTest, AnIdlePhaseComesBackToTheCapWhileTheHeapGrows) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(exit(IdlePhaseComesBackToTheCapWhileTheHeapGrows()), testing::ExitedWithCode(0), "")
+        << "exit 2: the phase did not grow past stage 2's cap; 3: the heap took 256 mallocs or more "
+           "to grow by 2 MiB; 4: the idle list kept more than stage 2's cap";
 }
 
 // A thread that kept such a phase exits: its cache is parked for the next

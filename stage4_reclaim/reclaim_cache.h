@@ -21,7 +21,7 @@ typedef struct tc_reclaim_cache {
     size_t spare_bytes;          /* budget held but not yet used; others may take it */
     unsigned active_epoch;       /* tc_epoch when this thread last needed budget */
     unsigned failed_claims;      /* claims refused since the last steal sweep */
-    size_t period_carved_at;     /* cc_pages_carved() when its last scavenge period began */
+    size_t period_mapped_at;     /* os_mapped_bytes() when its scavenge period began (budget.c) */
     /* Thread exit (thread_exit.c). */
     pthread_mutex_t owner_alive; /* robust: held by the owner, so its death shows */
     int parked;                  /* its owner exited; waiting for a new thread (registry lock) */

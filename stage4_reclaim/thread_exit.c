@@ -31,8 +31,8 @@
 
 #include "common/fatal.h"
 #include "common/lock.h"
+#include "common/os.h"
 #include "common/pool.h"
-#include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/reclaim.h"
 #include "stage4_reclaim/reclaim_cache.h"
 
@@ -243,7 +243,7 @@ tc_cache *tc_layer_new_record(void) {
 }
 
 void tc_layer_cache_created(tc_cache *tc) {
-    tc_ext(tc)->period_carved_at = cc_pages_carved(); /* its first scavenge period begins (budget.c) */
+    tc_ext(tc)->period_mapped_at = os_mapped_bytes(); /* its first scavenge period begins (budget.c) */
     tc_cache *dead = NULL;
     hc_lock_acquire(&tc_registry_lock);
     tc_sweep_locked(NULL, TC_REAP_VISITS, &dead); /* new threads reap dead ones */
