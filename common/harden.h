@@ -251,9 +251,9 @@ HC_INLINE int harden_link_behind(void *head, void *slot, uintptr_t t) {
 __attribute__((cold)) void harden_corrupt_link_last(const void *slot);
 /* The hardened drop-in's sized frees, C++ sized delete (stage 4's
  * dropin_new.cc) and C23 free_sized (dropin.c): frees `ptr` after checking
- * that `size` names the class of its block (stage 3's malloc.c defines it),
- * and stops with `wrong_size` ("delete(): wrong size for the block at")
- * where it does not. Stops a delete as the wrong type or the wrong form
+ * that `size` names the class of its block (stage 3's sized_free_checks.c
+ * defines it), and stops with `wrong_size` ("delete(): wrong size for the
+ * block at") where it does not. Stops a delete as the wrong type or the wrong form
  * (`delete` of a `new char[4096]` gives 1), or a free_sized given another
  * block's size, before the block reaches a list it does not belong to. A
  * large or zero-size block is freed by address unchecked (a sampled or

@@ -204,15 +204,15 @@ static void tc_trim_classes(tc_cache *tc, tc_list_bounds bounds, const uint64_t 
 
 /* Called on every refill and overflow: counts visits, scavenges each period
  * (TC_SCAVENGE_PERIOD visits, or sooner if the layer above ends it:
- * tc_layer_period_ends). The layer above may let a list grow past this stage's cap
- * (tc_layer_list_bounds) for a phase in progress; a list that did not run
- * dry for a whole period is in no phase, so before the scavenge halves it,
- * it comes back to this stage's cap, limit and all. The scavenge alone
- * would lower such a limit a batch at a time, and the limit is what the
- * layer above charges a thread for (stage 4's budget): an idle list of
- * 100,000 objects would keep its charge for thousands of scavenges. Under
- * this stage's own bounds no list is above the cap, and this changes
- * nothing. */
+ * tc_layer_period_ends). The layer above may let a list grow past this
+ * stage's cap (tc_layer_list_bounds) for a phase in progress; a list that
+ * did not run dry for a whole period is in no phase, so before the
+ * scavenge halves it, it comes back to this stage's cap, limit and all.
+ * The scavenge alone would lower such a limit a batch at a time, and the
+ * limit is what the layer above charges a thread for (stage 4's budget):
+ * an idle list of 100,000 objects would keep its charge for thousands of
+ * scavenges. Under this stage's own bounds no list is above the cap, and
+ * this changes nothing. */
 static void tc_note_slow_path(tc_cache *tc) {
     tc_policy_cache *p = tc_policy(tc);
     if (tc_layer_period_ends(tc, ++p->slow_calls >= TC_SCAVENGE_PERIOD)) {

@@ -577,11 +577,9 @@ HC_EXPORT void *hc_realloc(void *ptr, size_t size) {
     return realloc_slow(ptr, size);
 }
 
-/* Up to a page, alignment comes from the size classes: objects sit at
- * multiples of their size from a page boundary, so a class whose size is a
- * multiple of `alignment` gives aligned objects (every power-of-two class
- * is one, so the search ends by 256 KiB). Beyond that, a span whose first
- * page is aligned. */
+/* Up to a page, alignment comes from the size classes (sc_aligned_index:
+ * the first class from the size's up whose size is a multiple of the
+ * alignment). Beyond that, a span whose first page is aligned. */
 HC_EXPORT void *hc_aligned_alloc(size_t alignment, size_t size) {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
         errno = EINVAL;

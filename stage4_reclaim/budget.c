@@ -34,8 +34,8 @@
 #include <pthread.h>
 
 #include "common/lock.h"
-#include "common/size_class.h"
 #include "common/os.h"
+#include "common/size_class.h"
 #include "stage3_pagecache/transfer_cache.h"
 #include "stage4_reclaim/options.h"
 #include "stage4_reclaim/reclaim.h"

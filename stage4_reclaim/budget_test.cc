@@ -11,9 +11,8 @@
 
 extern "C" {
 #include "common/hcmalloc.h"
-#include "stage1_threadcache/thread_cache.h"
-#include "stage2_centralcache/thread_cache_hooks.h"
 #include "common/os.h"
+#include "stage1_threadcache/thread_cache.h"
 #include "stage4_reclaim/reclaim.h"
 }
 
