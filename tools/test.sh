@@ -44,8 +44,9 @@
 #   d=$(mktemp -d); git clone -q REPO $d; cd $d; time CI=true bash .ci/run
 # 30 min 9 s, 501 tests: plain 387 s, opt 221 s, debug 274 s, asan 240 s,
 # tsan 327 s, extra 151 s, labs 207 s (the tree whose idle sweep counts
-# pages carved since each class's last fetch); 29 min 12 s, 501 tests: plain 351 s, opt 217 s, debug 263 s, asan 228 s,
-# tsan 298 s, extra 186 s, labs 207 s (the tree whose list table reaches
+# pages carved since each class's last fetch); 29 min 12 s, 501 tests:
+# plain 351 s, opt 217 s, debug 263 s, asan 228 s, tsan 298 s, extra
+# 186 s, labs 207 s (the tree whose list table reaches
 # 4 KiB, with other work on the machine's second core at times); 25 min
 # 15 s, 501 tests: plain 311 s, opt 181 s, debug 231 s, asan 206 s,
 # tsan 248 s, extra 154 s, labs 181 s (the tree whose blocks that grow are
