@@ -124,9 +124,10 @@ HC_EXPORT void free_sized(void *ptr, size_t size) { hc_free_sized(ptr, size); }
 
 /* An aligned block may have come from a larger class than `size` names
  * (hc_aligned_alloc moves up to a class whose size is a multiple of the
- * alignment), so it is freed by address. */
+ * alignment), so it is freed by address; the hardened library first checks
+ * that size and alignment name the class it is in. */
 HC_EXPORT void free_aligned_sized(void *ptr, size_t alignment, size_t size) {
-#if HC_HARDENED /* the size and alignment checked against that class first */
+#if HC_HARDENED
     harden_aligned_sized_free(ptr, alignment, size, "free_aligned_sized(): wrong size for the block at");
 #else
     (void)alignment;

@@ -138,13 +138,13 @@ HC_NEW_EXPORT void operator delete[](void *p, std::size_t) noexcept { hc_free(p)
 #endif
 
 // Aligned delete, sized or not: by address, because an aligned block may
-// sit in a larger class than its size names (hc_aligned_alloc).
+// sit in a larger class than its size names (hc_aligned_alloc). The
+// hardened library first checks that a sized one's size and alignment name
+// the class the block is in (common/harden.h).
 HC_NEW_EXPORT void operator delete(void *p, std::align_val_t) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, std::align_val_t) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { hc_free(p); }
 HC_NEW_EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { hc_free(p); }
-// The hardened library checks a sized one's size and alignment against the
-// block's class (common/harden.h).
 #if HC_HARDENED
 HC_NEW_EXPORT void operator delete(void *p, std::size_t n, std::align_val_t a) noexcept {
     harden_aligned_sized_free(p, static_cast<std::size_t>(a), n, kWrongSize);

@@ -172,8 +172,8 @@ static void free_aligned_sized_wrong_size(void) {
 static void usable_size_after_free(void) {
     char *p = malloc(16);
     free(p);
-    if (malloc_usable_size(p) != (size_t)-1)
-        not_caught();
+    printf("%zu usable\n", malloc_usable_size(p));
+    not_caught();
 }
 
 static const struct {
