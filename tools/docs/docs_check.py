@@ -381,6 +381,8 @@ FIGURE_RULES = [
      ("sized_stage4", "sized_stage1", "dropin_default")),
     # the sized fast path (tools/measure/count_fastpath.sh's table)
     (r"hits: exactly " + N + r" instructions each", "sized_stage1"),
+    (r"stage4_reclaim_profiler 32` counts the twin: " + N, "sized_profiler"),
+    (r"\| `libhcmalloc_profiler\.so` \| " + N + r" \(`hc_malloc`", "sized_profiler"),
 ]
 # The fast path's instruction counts: a figure "N instructions a/per ... pair",
 # classified by the words just before it (the pair it names).
@@ -468,6 +470,9 @@ def sized_counts(root):
         for case in cases.split("|"):
             stage, mode, size = case.split("/")
             suffix = "" if size == "32" else "_beyond_table"
+            if stage.endswith("_profiler"):
+                out[mode + "_profiler" + suffix] = count
+                continue
             out[mode + "_stage" + stage[len("stage")] + suffix] = count
     return out
 
