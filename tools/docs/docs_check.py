@@ -381,6 +381,7 @@ FIGURE_RULES = [
      ("sized_stage4", "sized_stage1", "dropin_default")),
     # the sized fast path (tools/measure/count_fastpath.sh's table)
     (r"hits: exactly " + N + r" instructions each", "sized_stage1"),
+    (r"your cost per pair\. The reference's is " + N, "sized_stage1"),
     (r"stage4_reclaim_profiler 32` counts the twin: " + N, "sized_profiler"),
     (r"\| `libhcmalloc_profiler\.so` \| " + N + r" \(`hc_malloc`", "sized_profiler"),
 ]
