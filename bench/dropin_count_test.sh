@@ -18,7 +18,7 @@ size=32
 while [ $# -ge 1 ]; do
     case $1 in size=*) size=${1#size=}; shift; continue ;; esac
     if [ $# -lt 2 ]; then
-        echo "FAIL: $1 has no limit after it"
+        echo "FAIL: $1 has no count after it"
         exit 1
     fi
     lib=$1 want=$2

@@ -6,8 +6,8 @@
 # the count is not its table's. Every case of that table is counted: 32
 # bytes sized for every stage and for stage 4's profiler library; for
 # stages 3 and 4, 32 bytes unsized too, and 8192 bytes (above the list
-# table). A change that moves a count fails
-# here until the table, and so the docs (//docs:docs_check_test), say it.
+# table). A change that moves a count fails here until the table, and so
+# the docs (//docs:docs_check_test), say it.
 set -u
 count=$1
 shift
