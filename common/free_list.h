@@ -191,8 +191,8 @@ HC_INLINE void fl_clear_tag(void *obj) {
  * program filled long ago (a round of frees, a dead thread's adopted
  * cache) that line has left the core's caches, so each pop would wait for
  * memory in turn. Started now, the load overlaps the program's work until
- * its next malloc (docs/stage1.md, "The pop prefetches the next head").
- * A prefetch never faults, of NULL or of anything else. */
+ * its next malloc. One instruction per hit; a prefetch never faults, of
+ * NULL or of anything else. */
 HC_INLINE void *fl_pop(hc_free_list *list) {
     void *obj = list->head;
     if (HC_LIKELY(obj != NULL)) {
