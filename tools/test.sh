@@ -42,7 +42,13 @@
 # base and an empty disk cache; tools already installed) on the project's
 # 2-core machine (Debian 12), 7 Dec 2026:
 #   d=$(mktemp -d); git clone -q REPO $d; cd $d; time CI=true bash .ci/run
-# 30 min 9 s, 501 tests: plain 387 s, opt 221 s, debug 274 s, asan 240 s,
+# the tree whose thread-cache pop prefetches the next head: 31 min 0 s,
+# 502 tests (plain 339 s, opt 205 s, debug 277 s, asan 256 s, tsan 378 s,
+# extra 190 s, labs 213 s; one lab check failed, fixed by a comment), and
+# the fixed tree right after, 48 min 39 s, 502 passed, every part about
+# 1.5-2 times as long (plain 656 s, opt 447 s, debug 361 s, asan 378 s,
+# tsan 497 s, extra 174 s, labs 400 s) with nothing else running: this
+# machine's speed, not the tree's; 30 min 9 s, 501 tests: plain 387 s, opt 221 s, debug 274 s, asan 240 s,
 # tsan 327 s, extra 151 s, labs 207 s (the tree whose idle sweep counts
 # pages carved since each class's last fetch); 29 min 12 s, 501 tests:
 # plain 351 s, opt 217 s, debug 263 s, asan 228 s, tsan 298 s, extra
