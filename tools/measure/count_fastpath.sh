@@ -27,7 +27,8 @@ cd "$(dirname "$0")/../.."
 # the profiler's with sampling off, since a sample in the loop adds its cost:
 # this table is the one place they are written (docs/stage1.md, "What it
 # costs"; docs/stage3.md, "What hc_free costs" and "Sizes above the
-# table"; //docs:docs_check_test holds the docs to it). The script says
+# table"; the profiler's in docs/profiling.md and docs/dropin.md;
+# //docs:docs_check_test holds the docs to it). The script says
 # whether it measured the same, and //tools/docs/figures:fastpath_count_test
 # holds the tree to the table.
 documented_count() {
