@@ -23,7 +23,9 @@
 #   labs      tools/labs/lab_test.sh: skeletons build and fail, reference copies
 #             pass, handouts run, the grader ranks three hand-ins
 # and ends with one summary line: "tests: N passed, M failed" (N, M: the
-# test targets of every `bazel test` run, plus one each for extra and labs).
+# test targets of every `bazel test` run, plus one each for extra and labs),
+# after a line for each failure naming its part and target: CI shows only
+# the end of the output, and a count alone does not say what to fix.
 #
 # The plain part, the extra checks and the scratch workspaces of the lab
 # test and the grader share one disk cache (HC_BAZEL_DISK_CACHE, default
@@ -132,6 +134,8 @@ passed=0
 failed=0
 status=0
 times=()
+failures=() # "part: target status", one per failed test or check
+part=
 
 # The space left on the file system of the output base (df's figure).
 disk_free() { df -h --output=avail "${output_base:-.}" 2>/dev/null | tail -1 | tr -d ' '; }
@@ -140,6 +144,7 @@ disk_free() { df -h --output=avail "${output_base:-.}" 2>/dev/null | tail -1 | t
 timed() {
     local name=$1 start=$SECONDS rc=0
     shift
+    part=$name
     "$@" || rc=$?
     times+=("$(printf '%-8s %5d s   %s free after it' "$name" $((SECONDS - start)) "$(disk_free)")")
     echo "== $name: $((SECONDS - start)) s (exit $rc)"
@@ -156,8 +161,11 @@ bazel_tests() {
     rc=${PIPESTATUS[0]}
     n_passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
     n_failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
+    mapfile -t -O "${#failures[@]}" failures < <(grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log" |
+        awk -v part="$part" '{ $1 = $1; print part ": " $0 }')
     if [ "$rc" -ne 0 ] && [ "$n_failed" -eq 0 ]; then
         n_failed=1 # the build itself failed before any test ran
+        failures+=("$part: the build (bazel exit $rc)")
     fi
     passed=$((passed + n_passed))
     failed=$((failed + n_failed))
@@ -186,7 +194,11 @@ config_tests() {
 
 # a check that is one script: counted as one test.
 script_check() {
-    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); return 1; fi
+    if "$@"; then passed=$((passed + 1)); else
+        failed=$((failed + 1))
+        failures+=("$part: $1")
+        return 1
+    fi
 }
 
 echo "== bazel test //... ($(disk_free) free on the output base's file system)"
@@ -208,5 +220,6 @@ fi
 echo "== time per part:"
 printf '   %s\n' "${times[@]}"
 echo "   total    $(printf '%5d' $SECONDS) s"
+[ "${#failures[@]}" -gt 0 ] && printf 'failed: %s\n' "${failures[@]}"
 echo "tests: $passed passed, $failed failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
