@@ -530,10 +530,13 @@ static HC_NOINLINE void *realloc_slow(void *ptr, size_t size) {
     /* A watched block is a large span whatever its size (block_hooks.h): it
      * too is resized in place, so realloc to its usable size keeps it (as
      * glibc's tst-realloc asks). The layer's record keeps the size it was
-     * watched at (stage 4's profiler's sample does, as tcmalloc's does). */
-    int large_in_place = size > HC_MAX_SMALL_SIZE || (BLOCK_HOOKS_WATCH && span->layer_record != NULL);
+     * watched at (stage 4's profiler's sample does, as tcmalloc's does).
+     * layer_record is read only for a large span: in a small span's record
+     * its word is free_objects, which other threads write under the bucket
+     * lock (TSan saw that read where -O1 hoisted it). */
     if (span->state == SPAN_SMALL ? size <= HC_MAX_SMALL_SIZE && sc_index(size) == span->size_class
-                                  : large_in_place && large_resize_in_place(span, size)) {
+                                  : (size > HC_MAX_SMALL_SIZE || (BLOCK_HOOKS_WATCH && span->layer_record != NULL)) &&
+                                        large_resize_in_place(span, size)) {
         track_resize(ptr, block_size(span), size);
         return ptr;
     }
