@@ -58,12 +58,14 @@ TEST(LockWatchdog, ATryTakesAFreeLockAndRefusesAHeldOne) {
 
 TEST(LockWatchdog, ALockTakenByATryNamesThatPlaceWhenSomeoneWaitsForIt) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
+    setenv("HC_LOCK_WATCHDOG_SECONDS", "1", 1);  // the default's wait is the test above's
     EXPECT_DEATH(
         {
             if (hc_lock_try(&test_lock)) hc_lock_acquire(&test_lock);  // waits for itself
         },
-        "waited 10 s for &test_lock \\(0x[0-9a-f]+\\) at common/lock_test.cc:[0-9]+, held since "
+        "waited 1 s for &test_lock \\(0x[0-9a-f]+\\) at common/lock_test.cc:[0-9]+, held since "
         "common/lock_test.cc:[0-9]+ ");
+    unsetenv("HC_LOCK_WATCHDOG_SECONDS");
 }
 
 TEST(LockWatchdog, TheEnvironmentSetsItsSeconds) {

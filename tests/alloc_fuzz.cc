@@ -119,6 +119,22 @@ size_t Pattern(unsigned char *p, uint64_t seed, size_t from, size_t to, bool che
     return SIZE_MAX;
 }
 
+// The offset of the first byte of [p, p + n) that is not zero, or SIZE_MAX.
+// Word by word: under TSan every byte read is a call into its runtime, and
+// a byte loop over calloc's megabytes made this test the slowest of the
+// TSan run.
+size_t FirstNonZero(const unsigned char *p, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (w != 0) break;
+    }
+    for (; i < n; i++)
+        if (p[i] != 0) return i;
+    return SIZE_MAX;
+}
+
 class Model {
    public:
     Model() : unsized_(hc_features() & HC_FEATURE_UNSIZED_FREE) {}
@@ -295,8 +311,8 @@ class Model {
         if (p == nullptr) return CheckNull(overflow ? SIZE_MAX : bytes, refused);
         if (overflow) Fail("calloc whose product wraps returned a block", p, size);
         CheckAlignment(p, bytes, 1);
-        for (size_t i = 0; i < bytes; i++)
-            if (p[i] != 0) Fail("calloc byte not zero", p + i, bytes);
+        size_t nonzero = FirstNonZero(p, bytes);
+        if (nonzero != SIZE_MAX) Fail("calloc byte not zero", p + nonzero, bytes);
         Insert({p, bytes, next_seed_++, false});
     }
 

@@ -80,7 +80,9 @@ def hc_reliability_tests(stage, soak_seconds = 10):
 
     native.cc_test(
         name = "alloc_fuzz_replay_test",
-        size = "small",
+        # Under --config=tsan every access the model checks goes through
+        # TSan's runtime: ten times the plain run or more.
+        size = "medium",
         args = ["$(locations //tests:alloc_fuzz_corpus)"],
         data = ["//tests:alloc_fuzz_corpus"],
         deps = [
