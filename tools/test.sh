@@ -14,7 +14,8 @@
 #             `bazel query` on its `flavour` attribute): under asan and tsan
 #             a checker flavour drops the command line's sanitizer and adds
 #             its own, so the TSan, ASan and Valgrind flavours come out as in
-#             the plain part; under debug the debug flavour does. Under opt
+#             the plain part (but for the configurations' -O1, .bazelrc);
+#             under debug the debug flavour does. Under opt
 #             every flavour is left out: opt adds only -DNDEBUG to the plain
 #             part's -O2, so a flavour rebuilt under it is the plain part's
 #             flavour without its asserts (which have no side effects), and
