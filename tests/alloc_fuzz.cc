@@ -121,8 +121,7 @@ size_t Pattern(unsigned char *p, uint64_t seed, size_t from, size_t to, bool che
 
 // The offset of the first byte of [p, p + n) that is not zero, or SIZE_MAX.
 // Word by word: under TSan every byte read is a call into its runtime, and
-// a byte loop over calloc's megabytes made this test the slowest of the
-// TSan run.
+// calloc's blocks here run to megabytes.
 size_t FirstNonZero(const unsigned char *p, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
