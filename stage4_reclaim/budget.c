@@ -23,7 +23,11 @@
  *     back into spare, and a thread keeps at most TC_SPARE_KEEP spare: the
  *     rest goes back to the unclaimed counter (a fetch-add);
  *   - a list of small objects may grow as far as the budget, not only to
- *     stage 2's cap of 1 MiB (tc_layer_list_bounds, below).
+ *     stage 2's cap of 1 MiB (tc_layer_list_bounds, below);
+ *   - a scavenge period also ends when the heap has grown by
+ *     TC_PERIOD_GROWTH_BYTES, or when the thread's idle lists of bigger
+ *     blocks hold over TC_IDLE_BIG_BYTES (tc_layer_period_ends, below), so
+ *     what a thread has stopped using goes back while the heap grows.
  * Bytes leave one counter before they enter another, so at every moment
  *   sum(cached) <= sum(capacity) <= sum(charged + spare) + live x floor
  *   and sum(charged + spare) + unclaimed <= budget.
@@ -181,14 +185,52 @@ int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t
  * lab trace `large` a third of its speed. */
 #define TC_PERIOD_GROWTH_BYTES ((size_t)CC_SWEEP_PAGES << HC_PAGE_SHIFT)
 
+/* And a period ends once the thread's idle lists of bigger blocks hold more
+ * than TC_IDLE_BIG_BYTES, looked at every TC_IDLE_CHECK_VISITS visits. A
+ * program that goes from size to size (a string grown a byte at a time
+ * copies itself into every class up to its length: the bench's `strgrow`)
+ * frees each class's blocks onto a list nobody allocates from again, up to
+ * stage 2's 1 MiB a list, while the class in use carves new spans for want
+ * of them: on the 256-visit period alone, the lists of the last few classes
+ * held 2-4 MiB and the heap grew to twice what the program had in use.
+ * Ended this early, a period sees a list idle soon after its class is left
+ * (`ran_dry` is cleared at every period's end), and each period halves the
+ * idle lists (stage 2's scavenge) until together they hold less than this.
+ * Emptying them at once instead did worse: the periods then end rarely
+ * again, and the next classes left keep the bit of the long period they
+ * ran dry in. Only bigger blocks: a list of small ones that waits idle for
+ * its phase to come back is what the budget lets it keep (above). */
+#define TC_IDLE_CHECK_VISITS 32u
+#define TC_IDLE_BIG_BYTES    ((size_t)512 << 10)
+
+/* What the lists of blocks above TC_BUDGET_LIST_MAX_BLOCK that did not run
+ * dry since the period began hold. */
+static size_t tc_idle_big_bytes(tc_cache *tc) {
+    const tc_policy_cache *p = tc_policy(tc);
+    size_t idle = 0;
+    for (unsigned word = 0; word < 2; word++)
+        for (uint64_t bits = p->used_classes[word] & ~p->ran_dry[word]; bits != 0; bits &= bits - 1) {
+            unsigned cls = word * 64 + (unsigned)__builtin_ctzll(bits);
+            if (sc_size(cls) > TC_BUDGET_LIST_MAX_BLOCK)
+                idle += (size_t)fl_length(&tc->lists[cls]) * sc_size(cls);
+        }
+    return idle;
+}
+
 int tc_layer_period_ends(tc_cache *tc, int visits_done) {
     tc_reclaim_cache *cache = tc_ext(tc);
     size_t mapped = os_mapped_bytes();
     if (mapped < cache->period_mapped_at)
         cache->period_mapped_at = mapped; /* growth is counted from the lowest point */
-    if (!visits_done && mapped - cache->period_mapped_at < TC_PERIOD_GROWTH_BYTES)
+    int ends = visits_done || mapped - cache->period_mapped_at >= TC_PERIOD_GROWTH_BYTES;
+    if (!ends && ++cache->visits_since_idle_check >= TC_IDLE_CHECK_VISITS) {
+        cache->visits_since_idle_check = 0;
+        ends = tc_idle_big_bytes(tc) > TC_IDLE_BIG_BYTES;
+    }
+    if (!ends)
         return 0;
     cache->period_mapped_at = mapped;
+    cache->visits_since_idle_check = 0;
     return 1;
 }
 

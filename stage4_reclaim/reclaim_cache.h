@@ -22,6 +22,7 @@ typedef struct tc_reclaim_cache {
     unsigned active_epoch;       /* tc_epoch when this thread last needed budget */
     unsigned failed_claims;      /* claims refused since the last steal sweep */
     size_t period_mapped_at;     /* os_mapped_bytes() when its scavenge period began (budget.c) */
+    unsigned visits_since_idle_check; /* slow-path visits since its idle big lists were summed (budget.c) */
     /* Thread exit (thread_exit.c). */
     pthread_mutex_t owner_alive; /* robust: held by the owner, so its death shows */
     int parked;                  /* its owner exited; waiting for a new thread (registry lock) */
