@@ -201,7 +201,7 @@ int tc_layer_may_raise_limit(tc_cache *tc, unsigned cls, uint32_t from, uint32_t
  * ran dry in. Only bigger blocks: a list of small ones that waits idle for
  * its phase to come back is what the budget lets it keep (above). */
 #define TC_IDLE_CHECK_VISITS 32u
-#define TC_IDLE_BIG_BYTES    ((size_t)512 << 10)
+#define TC_IDLE_BIG_BYTES    ((size_t)256 << 10)
 
 /* What the lists of blocks above TC_BUDGET_LIST_MAX_BLOCK that did not run
  * dry since the period began hold. */

@@ -271,7 +271,7 @@ size_t IdleBigListBytes(unsigned in_use, unsigned just_left) {
 // older than the one just left held over 2 MiB at the worst step (with
 // budget.c's idle check taken out, the test fails; the line it prints says
 // by how much). Every 32 visits the thread's idle big lists are summed, and
-// above 512 KiB the period ends (budget.c's tc_idle_big_bytes), so the
+// above 256 KiB the period ends (budget.c's tc_idle_big_bytes), so the
 // older lists are halved a period at a time while the thread moves on.
 TEST(Budget, IdleListsOfBigBlocksGiveBackWhileTheThreadMovesFromSizeToSize) {
     hc_release_free_memory();  // nothing parked: the thread starts with an empty cache of its own
