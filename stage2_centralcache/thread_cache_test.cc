@@ -29,7 +29,10 @@ TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutATrip) {
     const size_t size = 64;
     const unsigned cls = sc_index(size);
     const uint32_t trip = cc_trip_batches(cls) * sc_batch(cls);
-    std::vector<void *> produced = AllocateMany(size, 40000);  // by this thread
+    // Enough that the consumer's limit, grown by a trip a refill, comes
+    // back down a trip at a time (stage 3's trip of 64 B is 512 objects).
+    const int kProduced = 80000;
+    std::vector<void *> produced = AllocateMany(size, kProduced);  // by this thread
     std::thread([&] {
         // The consumer first grows its own limit high (its refills), then
         // only frees what another thread allocated.
@@ -40,8 +43,8 @@ TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutATrip) {
         EXPECT_GT(grown, 1000u);
         EXPECT_LE(list.max_length, trip + sc_batch(cls)) << "the limit shrank back";
         EXPECT_LE(fl_length(&list), trip + sc_batch(cls)) << "and it holds about a trip, not the cap";
-        std::printf("limit %u after 5000 refilled mallocs, %u after 40000 frees; %u objects held\n",
-                    grown, list.max_length, fl_length(&list));
+        std::printf("limit %u after 5000 refilled mallocs, %u after %d frees; %u objects held\n",
+                    grown, list.max_length, kProduced, fl_length(&list));
     }).join();
 }
 

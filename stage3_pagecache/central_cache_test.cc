@@ -459,6 +459,12 @@ TEST(TransferCache, ATripFetchesSeveralBatchesAtOnce) {
     const unsigned cls = sc_index(48);
     const uint32_t batch = sc_batch(cls), rows = cc_trip_batches(cls);
     ASSERT_EQ(rows, (uint32_t)CC_TRIP_MAX_BATCHES) << "small objects: the longest trip";
+    // The two bounds meet at 64 B: its batches fill a trip's bytes, so a
+    // producer/consumer pair of 64 B blocks (mimalloc-bench's xmalloc-test)
+    // moves CC_TRIP_MAX_BYTES of them under each hold of the lock.
+    const unsigned cls64 = sc_index(64);
+    EXPECT_EQ(cc_trip_batches(cls64), (uint32_t)CC_TRIP_MAX_BATCHES);
+    EXPECT_EQ((size_t)cc_return_max(cls64) * sc_size(cls64), CC_TRIP_MAX_BYTES);
     ASSERT_GE(cc_transfer_capacity(cls), rows + 1);
     std::vector<std::vector<void *>> given;
     for (uint32_t r = 0; r < rows + 1; r++) given.push_back(Fetch(cls, batch));

@@ -84,10 +84,15 @@ hc_lock *cc_shard_lock(unsigned shard, unsigned cls);
  * went to the lock: its waits, its wake-ups and the mutex calls. A trip is
  * also at most CC_TRIP_MAX_BYTES of objects, so that a thread that frees
  * objects of many classes keeps no more than that of each before it gives
- * them back. A trip's rows are copied through the stack:
- * CC_TRIP_MAX_BATCHES x HC_MAX_BATCH pointers. */
-#define CC_TRIP_MAX_BATCHES 8
-#define CC_TRIP_MAX_BYTES   ((size_t)16 << 10)
+ * them back. The two bounds meet at 64 B: classes up to it move
+ * CC_TRIP_MAX_BATCHES batches, larger ones fewer, to the same bytes. Twice
+ * the first trip (8 batches, 16 KiB): a producer/consumer pair of 64 B
+ * blocks takes the lock once per 512 each way, and a consumer of about 30
+ * classes keeps about half a MiB more (docs/stage3.md, "Trips of 32 KiB").
+ * A trip's rows are copied through the stack: CC_TRIP_MAX_BATCHES x
+ * HC_MAX_BATCH pointers. */
+#define CC_TRIP_MAX_BATCHES 16
+#define CC_TRIP_MAX_BYTES   ((size_t)32 << 10)
 
 /* Bytes of empty spans (all objects free) the bucket of a class of objects
  * up to CC_SPARES_MAX_SIZE keeps before it gives one back (other classes
