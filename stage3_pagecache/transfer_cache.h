@@ -87,10 +87,9 @@ hc_lock *cc_shard_lock(unsigned shard, unsigned cls);
  * them back. The two bounds meet at 64 B: classes up to it move
  * CC_TRIP_MAX_BATCHES batches, larger ones fewer, to the same bytes. Twice
  * the first trip (8 batches, 16 KiB): a producer/consumer pair of 64 B
- * blocks takes the lock once per 512 each way, and a consumer of about 30
- * classes keeps about half a MiB more (docs/stage3.md, "Trips of 32 KiB").
- * A trip's rows are copied through the stack: CC_TRIP_MAX_BATCHES x
- * HC_MAX_BATCH pointers. */
+ * blocks takes the lock once per 512 each way instead of 256, for about
+ * half a MiB more kept by a consumer of some 30 classes. A trip's rows are
+ * copied through the stack: CC_TRIP_MAX_BATCHES x HC_MAX_BATCH pointers. */
 #define CC_TRIP_MAX_BATCHES 16
 #define CC_TRIP_MAX_BYTES   ((size_t)32 << 10)
 
