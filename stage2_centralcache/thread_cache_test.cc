@@ -30,7 +30,8 @@ TEST(ThreadCacheLists, AThreadThatOnlyFreesEndsUpHoldingAboutATrip) {
     const unsigned cls = sc_index(size);
     const uint32_t trip = cc_trip_batches(cls) * sc_batch(cls);
     // Enough that the consumer's limit, grown by a trip a refill, comes
-    // back down a trip at a time (stage 3's trip of 64 B is 512 objects).
+    // back down a trip at a time: the longer the trip (stage 3's is
+    // several batches), the more frees that takes.
     const int kProduced = 80000;
     std::vector<void *> produced = AllocateMany(size, kProduced);  // by this thread
     std::thread([&] {
