@@ -400,10 +400,6 @@ static void cc_give_back_spans(hc_span *given_back) {
     }
 }
 
-/* Objects whose spans one lock hold updates: the lookups for a chunk are
- * done first, without the lock. */
-#define CC_RETURN_CHUNK HC_MAX_BATCH
-
 /* A run of a chain's objects that belong to one span, in chain order: they
  * are linked to each other already, so the run joins its span's list with
  * one link written (its last object's) and one update of the span's counts.
@@ -418,29 +414,32 @@ typedef struct cc_run {
     uint32_t highest_index; /* of its objects in the span: each must have been carved */
 } cc_run;
 
-/* Cuts the next `chunk` objects of a chain, from *cursor on, into runs
- * (at most one per object), checking each object as it goes, with no lock
- * held; *cursor moves past them (the chunk's last link is followed only if
- * `more` objects come after it: a chain's last link need not be NULL). An
- * object inside the current run's span needs no page-map lookup (the span's
- * class and state were checked for the run's first): a range test and an
- * index computed from locals. */
-static uint32_t cc_group_runs(unsigned cls, void **cursor, uint32_t chunk, int more, cc_run *runs) {
+/* Cuts the chain from *cursor on into runs, at most CC_RETURN_RUNS of them
+ * and at most `n` objects, checking each object as it goes, with no lock
+ * held; returns how many objects the runs hold and sets *n_runs. *cursor
+ * moves past them (a link is followed only while objects of the chain's
+ * `n` come after it: a chain's last link need not be NULL). An object
+ * inside the current run's span needs no page-map lookup (the span's class
+ * and state were checked for the run's first): a range test and an index
+ * computed from locals. */
+static uint32_t cc_group_runs(unsigned cls, void **cursor, uint32_t n, cc_run *runs, uint32_t *n_runs) {
     void *obj = *cursor;
-    uint32_t n_runs = 0;
+    uint32_t runs_made = 0, i;
     uintptr_t start = 0, bytes = 0; /* the run's span: its objects' bytes [start, start + bytes) */
     uint64_t size = 0, reciprocal = 0;
     cc_run *run = NULL;
-    for (uint32_t i = 0; i < chunk; i++) {
+    for (i = 0; i < n; i++) {
         uintptr_t offset = (uintptr_t)obj - start;
         if (offset >= bytes) { /* another span (or none yet): look it up */
+            if (runs_made == CC_RETURN_RUNS)
+                break; /* this object starts the next lock hold's runs */
             hc_span *span = cc_span_of_object(cls, obj);
             start = (uintptr_t)span_start(span);
             size = span->object_size;
             reciprocal = span->size_reciprocal;
             bytes = (uintptr_t)span->object_count * size;
             offset = (uintptr_t)obj - start; /* in the span's tail: an index >= carved, caught below */
-            run = &runs[n_runs++];
+            run = &runs[runs_made++];
             *run = (cc_run){span, obj, obj, 0, 0};
         } else if (HC_UNLIKELY(run->last == obj)) { /* linked to itself: freed twice in a row */
             hc_fatal_pointer_why("free(): double free detected of", obj, HC_CORRUPT_LIST_WHY);
@@ -454,10 +453,11 @@ static uint32_t cc_group_runs(unsigned cls, void **cursor, uint32_t chunk, int m
         run->count++;
         if (index > run->highest_index)
             run->highest_index = index;
-        obj = i + 1 < chunk || more ? fl_next(obj) : NULL;
+        obj = i + 1 < n ? fl_next(obj) : NULL;
     }
     *cursor = obj;
-    return n_runs;
+    *n_runs = runs_made;
+    return i;
 }
 
 /* Stops the program for `obj`, one of the objects of a chain coming home
@@ -496,14 +496,13 @@ static void cc_return_to_spans(unsigned cls, void *first, uint32_t n, size_t kee
     /* LAB BEGIN: span_refcount_drop */
     hc_span given_back; /* spans whose count dropped to zero, for the page cache */
     span_list_init(&given_back);
-    cc_run runs[CC_RETURN_CHUNK];
+    cc_run runs[CC_RETURN_RUNS];
     void *obj = first;
     while (n > 0) {
         /* Lookups and grouping first, with no lock held. */
-        uint32_t chunk = n < CC_RETURN_CHUNK ? n : CC_RETURN_CHUNK;
-        uint32_t n_runs = cc_group_runs(cls, &obj, chunk, chunk < n, runs);
-        n -= chunk;
-        cc_bucket *bucket = NULL; /* whose lock is held: the run's span's (a chunk has a run at least) */
+        uint32_t n_runs;
+        n -= cc_group_runs(cls, &obj, n, runs, &n_runs);
+        cc_bucket *bucket = NULL; /* whose lock is held: the run's span's (there is a run at least) */
         for (uint32_t r = 0; r < n_runs; r++) {
             cc_run *run = &runs[r];
             hc_span *span = run->span;

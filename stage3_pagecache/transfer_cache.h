@@ -93,6 +93,15 @@ hc_lock *cc_shard_lock(unsigned shard, unsigned cls);
 #define CC_TRIP_MAX_BATCHES 16
 #define CC_TRIP_MAX_BYTES   ((size_t)32 << 10)
 
+/* Runs of one span's objects (central_cache.c, cc_run) one hold of the
+ * bucket lock gives back to their spans, their lookups done first, without
+ * the lock. A hold ends at a count of runs, not of objects: under the lock
+ * a run costs one splice whatever its length, so a trip carved from a few
+ * spans goes home under one hold. Ended at a batch's count of objects, it
+ * took a hold per batch of a trip, most of them splicing one more part of
+ * the same span's run. The bound is the runs' room on the stack. */
+#define CC_RETURN_RUNS 32
+
 /* Bytes of empty spans (all objects free) the bucket of a class of objects
  * up to CC_SPARES_MAX_SIZE keeps before it gives one back (other classes
  * keep one span). A class that empties and refills (a program that frees a

@@ -4,6 +4,7 @@
 // page cache's events show up where a known sequence must cause them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <sstream>
@@ -18,6 +19,7 @@ extern "C" {
 #include "common/size_class.h"
 #include "common/trace.h"
 #include "stage2_centralcache/central_cache.h"
+#include "stage3_pagecache/page_cache.h"
 #include "stage3_pagecache/transfer_cache.h"
 }
 
@@ -177,6 +179,73 @@ TEST(Trace, ATripOfBatchesTakesTheClassLockOnceEachWay) {
     EXPECT_EQ(fetched.Total(HC_TRACE_LOCK_TAKEN, cls) - given.Total(HC_TRACE_LOCK_TAKEN, cls), 1u)
         << "and fetched under one";
     cc_return(cls, first, last, trip);
+}
+
+// Objects that go home to their spans (the transfer cache full) are given
+// back under one hold of the class lock for up to CC_RETURN_RUNS runs, each
+// run a span's objects already linked to each other (stage 3's
+// cc_return_to_spans): a trip carved from a few spans goes home under one
+// hold, and a chain that changes span at every object under a hold per
+// CC_RETURN_RUNS objects. A hold per batch of objects took a trip's rows
+// times as many for the first.
+TEST(Trace, ObjectsGoHomeToTheirSpansUnderAHoldPerChunkOfRuns) {
+    const unsigned cls = sc_index(64);  // no other test here uses it
+    const uint32_t batch = sc_batch(cls), trip = cc_return_max(cls);
+    const size_t filling = (size_t)cc_transfer_capacity(cls) * batch;  // a full transfer cache
+    const size_t alternating = 4 * CC_RETURN_RUNS;                      // the second chain
+    ASSERT_GT(trip, batch);
+    std::vector<void *> objects;  // in chain order: carved spans, slot by slot
+    while (objects.size() < filling + trip + 2 * alternating) {
+        void *first, *last;
+        const uint32_t got = cc_fetch(cls, batch, &first, &last);
+        ASSERT_GT(got, 0u);
+        void *o = first;
+        for (uint32_t i = 0; i < got; i++, o = fl_next(o)) objects.push_back(o);
+    }
+    auto give_back = [&](const std::vector<void *> &chain) {
+        for (size_t i = 0; i + 1 < chain.size(); i++) fl_set_next(chain[i], chain[i + 1]);
+        cc_return(cls, chain.front(), chain.back(), (uint32_t)chain.size());
+    };
+    auto part = [&](size_t from, size_t n) {
+        return std::vector<void *>(objects.begin() + from, objects.begin() + from + n);
+    };
+    auto holds_to_give_back = [&](const std::vector<void *> &chain) {
+        const Trace before = Write();
+        give_back(chain);
+        return Write().Total(HC_TRACE_LOCK_TAKEN, cls) - before.Total(HC_TRACE_LOCK_TAKEN, cls);
+    };
+    for (size_t i = 0; i < filling; i += batch) give_back(part(i, batch));
+    cc_bucket_census full;
+    cc_get_bucket_census(cls, &full);
+    ASSERT_EQ(full.batches, cc_transfer_capacity(cls)) << "the transfer cache is full";
+
+    // A trip from a few spans, in slot order.
+    const std::vector<void *> trip_chain = part(filling, trip);
+    size_t runs = 1;
+    for (size_t i = 1; i < trip; i++) runs += pc_span_of(trip_chain[i]) != pc_span_of(trip_chain[i - 1]);
+    ASSERT_LT(runs, (size_t)CC_RETURN_RUNS) << "a trip of a few spans";
+    EXPECT_EQ(holds_to_give_back(trip_chain), 1u) << "its " << runs << " runs under one hold";
+    cc_bucket_census home;
+    cc_get_bucket_census(cls, &home);
+    EXPECT_EQ(home.span_free_objects - full.span_free_objects, trip) << "the trip went to its spans";
+
+    // A chain that changes span at every object: each object a run.
+    const std::vector<void *> rest = part(filling + trip, objects.size() - filling - trip);
+    std::vector<void *> alternate, others;
+    const hc_span *a = pc_span_of(rest.front()), *b = pc_span_of(rest.back());
+    ASSERT_NE(a, b);
+    size_t next_a = 0, next_b = rest.size();
+    while (alternate.size() < alternating) {
+        while (pc_span_of(rest[next_a]) != a) next_a++;
+        while (pc_span_of(rest[next_b - 1]) != b) next_b--;
+        ASSERT_LT(next_a, next_b - 1) << "two spans with enough objects each";
+        alternate.push_back(rest[next_a++]);
+        alternate.push_back(rest[--next_b]);
+    }
+    for (void *o : rest)
+        if (std::find(alternate.begin(), alternate.end(), o) == alternate.end()) others.push_back(o);
+    EXPECT_EQ(holds_to_give_back(alternate), alternating / CC_RETURN_RUNS) << "a hold per CC_RETURN_RUNS runs";
+    give_back(others);
 }
 
 }  // namespace

@@ -65,6 +65,9 @@ if [ -n "$before" ]; then
     libs="before after"
 fi
 
+# This tree: its commit, marked when the working tree has changes on top.
+after_label="$(git rev-parse --short HEAD)"
+git diff --quiet HEAD -- || after_label="$after_label with changes"
 echo "| workload | threads | tree | ops | locks / 1,000 ops | waited / 1,000 ops | cross-thread frees / 1,000 ops |"
 echo "|---|---|---|---|---|---|---|"
 for w in ${workloads//,/ }; do
@@ -72,7 +75,7 @@ for w in ${workloads//,/ }; do
         for lib in $libs; do
             label=$lib
             [ "$lib" = before ] && label="$before"
-            [ "$lib" = after ] && label="$(git rev-parse --short HEAD)"
+            [ "$lib" = after ] && label="$after_label"
             echo "$w $t $label" >&2
             out=$(HCMALLOC_TRACE="$scratch/trace.txt" LD_PRELOAD="$scratch/$lib.so" \
                 "$scratch/driver_count" run "$w" "$t" "$scale" 60 2>&1) || { echo "$out" >&2; exit 1; }
