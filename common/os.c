@@ -16,6 +16,12 @@ static atomic_uint os_fail_one_in;
 static atomic_uint os_fail_seed;
 static atomic_ulong os_injected;
 static void (*_Atomic os_map_observer)(size_t);
+static void (*_Atomic os_populate_observer)(void *, size_t);
+static atomic_int os_populate_unsupported;
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
+#endif
 
 size_t os_page_size(void) {
     static size_t page; /* a benign race: every thread computes the same value */
@@ -148,6 +154,30 @@ int os_release(void *addr, size_t bytes) {
     return result;
 }
 
+void os_populate(void *addr, size_t bytes) {
+    void (*observer)(void *, size_t) = atomic_load_explicit(&os_populate_observer, memory_order_acquire);
+    if (observer)
+        observer(addr, bytes);
+    if (atomic_load_explicit(&os_populate_unsupported, memory_order_relaxed))
+        return;
+    int saved_errno = errno;
+    /* EINVAL: an advice this kernel does not know (our ranges are aligned
+     * and mapped); any other failure leaves the pages to fault in. */
+    if (madvise(addr, bytes, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+        atomic_store_explicit(&os_populate_unsupported, 1, memory_order_relaxed);
+    errno = saved_errno;
+}
+
+void os_back_before_writes(void *first, size_t length, size_t stride) {
+    const uintptr_t page = os_page_size();
+    if (stride > page)
+        return;
+    uintptr_t from = (uintptr_t)first & ~(page - 1);
+    uintptr_t to = ((uintptr_t)first + length + page) & ~(page - 1); /* past the last write's page */
+    if (to - from >= 2 * page)
+        os_populate((void *)from, to - from);
+}
+
 size_t os_mapped_bytes(void) { return atomic_load(&os_mapped); }
 
 void os_fail_next_maps(unsigned n) { atomic_store(&os_fail_count, n); }
@@ -161,4 +191,8 @@ unsigned long os_injected_failures(void) { return atomic_load(&os_injected); }
 
 void os_set_map_observer(void (*observer)(size_t bytes)) {
     atomic_store_explicit(&os_map_observer, observer, memory_order_release);
+}
+
+void os_set_populate_observer(void (*observer)(void *addr, size_t bytes)) {
+    atomic_store_explicit(&os_populate_observer, observer, memory_order_release);
 }

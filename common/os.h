@@ -45,6 +45,23 @@ int os_move_mapping(void *addr, size_t bytes, void *dest, size_t new_bytes);
  * refused (the memory is then simply still resident); errno is unchanged. */
 int os_release(void *addr, size_t bytes);
 
+/* Asks the OS to back the pages of [addr, addr + bytes) (page-aligned) now,
+ * in one call (Linux's MADV_POPULATE_WRITE, from 5.14), instead of one page
+ * fault at the first write to each: for memory about to be written page by
+ * page. A hint, never an error: a kernel without it is asked once, and the
+ * pages then fault in as before; errno is unchanged. */
+void os_populate(void *addr, size_t bytes);
+
+/* Memory about to be written once every `stride` bytes from `first` to
+ * first + length (a span's never-used slots getting their links): backs the
+ * pages those writes will touch in one os_populate instead of a fault at
+ * each, when they touch every page of the range (stride at most an OS
+ * page: a larger object's other pages are the program's to touch or not)
+ * and there are two pages or more (for one, the fault is the call). Else
+ * nothing. On this project's machine a refill from a new span spent more
+ * time entering the kernel for its faults than in it. */
+void os_back_before_writes(void *first, size_t length, size_t stride);
+
 /* Bytes mapped through this file and not yet unmapped. */
 size_t os_mapped_bytes(void);
 
@@ -64,5 +81,8 @@ unsigned long os_injected_failures(void);
  * attempt (NULL removes it). Lets a test check which locks are held when the
  * allocator calls into the kernel. */
 void os_set_map_observer(void (*observer)(size_t bytes));
+/* os_set_populate_observer(fn): fn(addr, bytes) runs at every os_populate
+ * (NULL removes it): which pages the allocator backs ahead of its writes. */
+void os_set_populate_observer(void (*observer)(void *addr, size_t bytes));
 
 #endif /* HC_OS_H_ */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 extern "C" {
 #include "common/os.h"
@@ -50,6 +51,25 @@ TEST(Os, UnmapAndReleaseKeepErrnoWhenTheKernelRefuses) {
     EXPECT_EQ(errno, 4242);
     EXPECT_EQ(os_mapped_bytes(), mapped) << "a refused unmap is not counted";
     os_unmap(p, 8192);
+}
+
+// os_populate backs the pages at once: a fresh mapping has none resident,
+// and after the call every page is, before anything was written; errno is
+// left as it was.
+TEST(Os, PopulateBacksThePagesBeforeTheyAreWritten) {
+    const size_t page = os_page_size(), pages = 8;
+    char *p = static_cast<char *>(os_map(pages * page));
+    ASSERT_NE(p, nullptr);
+    unsigned char resident[8];
+    ASSERT_EQ(mincore(p, pages * page, resident), 0);
+    for (size_t i = 0; i < pages; i++) EXPECT_EQ(resident[i] & 1, 0) << "page " << i << " of a fresh mapping";
+    errno = 1234;
+    os_populate(p, pages * page);
+    EXPECT_EQ(errno, 1234);
+    ASSERT_EQ(mincore(p, pages * page, resident), 0);
+    for (size_t i = 0; i < pages; i++) EXPECT_EQ(resident[i] & 1, 1) << "page " << i << " backed";
+    for (size_t i = 0; i < pages * page; i++) ASSERT_EQ(p[i], 0) << "still zero";
+    os_unmap(p, pages * page);
 }
 
 TEST(Os, FailNextMapsFailsExactlyThatMany) {

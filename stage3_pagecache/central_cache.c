@@ -43,7 +43,7 @@
  * lists (under the bucket lock, one bucket's at a time), the page cache
  * through pc_* (never with a bucket lock held: see page_cache.h for the
  * lock order), the page map (lock-free reads; the class entries of the
- * bucket's own spans). */
+ * bucket's own spans), common/os.h (never-used slots' pages, no lock held). */
 #include "stage2_centralcache/central_cache.h"
 
 #include <stddef.h>
@@ -51,6 +51,7 @@
 #include "common/fatal.h"
 #include "common/free_list.h"
 #include "common/harden.h"
+#include "common/os.h"
 #include "common/size_class.h"
 #include "common/trace.h"
 #include "common/track.h"
@@ -79,8 +80,7 @@ static int cc_spare_count(cc_bucket *bucket, size_t keep_empty, size_t bytes) {
     return 1;
 }
 
-/* One of the bucket's spares (of `bytes`) leaves the list: reused or given
- * back. The bucket lock is held. */
+/* A spare (of `bytes`) leaves the bucket's list, reused or given back; lock held. */
 static void cc_spare_uncount(cc_bucket *bucket, size_t bytes) {
     if (--bucket->empty_spans > 0)
         cc_spare_refund(bucket, bytes);
@@ -115,26 +115,24 @@ static void cc_give_back_span(hc_span *span) {
     pc_free_span(span);
 }
 
-/* What cc_take cut off one span, to be linked into the caller's chain once
- * the bucket lock is dropped: the objects are the caller's from the moment
- * the counts say so, and nobody else reads or writes them. Under the lock a
- * take costs bookkeeping only, so a refill's cache misses on cold objects
- * (a freed list walked to its end) and its page faults (never-used slots
- * written for the first time) no longer hold up every other thread that
- * wants the class. */
+/* What cc_take cut off one span, linked into the caller's chain after the
+ * bucket lock is dropped (the objects are the caller's once the counts say
+ * so): a refill's misses on cold objects (a freed list walked to its end)
+ * and its page faults (never-used slots first written) hold up no other
+ * thread that wants the class. */
 typedef struct cc_piece {
     void *first;        /* returned objects: the first of `count` linked ones; */
     void *last;         /* ... and the last, when the cut found it (NULL: walk) */
     char *fresh;        /* never-used slots: the first of `count` in a row (else NULL) */
     uint32_t count;
     uint32_t object_size;
+    uint32_t backed;    /* of the never-used slots, the first this many (or all) were written before */
 } cc_piece;
 
 /* Pieces one take can cut: each span gives at most two (its returned
  * objects, then never-used slots), and a take of HC_MAX_BATCH objects that
- * empties whole spans stops at one line's worth beyond that. A trip of
- * several batches (cc_trip_batches) that runs out of pieces takes fewer
- * objects than it asked for, as any fetch may. */
+ * empties whole spans stops at one line's worth beyond that. A trip that
+ * runs out of pieces takes fewer objects than it asked for, as any may. */
 #define CC_TAKE_MAX_PIECES (2 * HC_MAX_BATCH + 2)
 
 /* Moves up to `want` objects of class `cls` from the bucket's spans into
@@ -168,6 +166,7 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
             span_list_remove(spare);
             cc_spare_uncount(bucket, span_bytes(spare));
             spare->free_objects = NULL;
+            spare->slots_written = spare->carved > spare->slots_written ? spare->carved : spare->slots_written;
             spare->carved = 0;
             span_list_push(&bucket->spans, spare);
         }
@@ -187,7 +186,7 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
             break; /* got > 0: a whole line would overshoot `want` */
         if (from_returned > 0) {
             cc_piece *piece = &pieces[n_pieces++];
-            *piece = (cc_piece){span->free_objects, NULL, NULL, from_returned, 0};
+            *piece = (cc_piece){span->free_objects, NULL, NULL, from_returned, 0, 0};
             if (from_returned == returned) {
                 span->free_objects = NULL;
             } else {
@@ -199,8 +198,9 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
             }
         }
         if (from_fresh > 0) {
+            uint32_t written = span->slots_written > span->carved ? span->slots_written - span->carved : 0;
             pieces[n_pieces++] = (cc_piece){NULL, NULL, span_start(span) + (size_t)span->carved * span->object_size,
-                                            from_fresh, span->object_size};
+                                            from_fresh, span->object_size, written};
             span->carved = (uint16_t)(span->carved + from_fresh);
         }
         span->free_count -= from_returned + from_fresh;
@@ -227,6 +227,9 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
         if (piece->fresh != NULL) {
             piece_first = piece->fresh;
             piece_last = piece->fresh + (size_t)(piece->count - 1) * piece->object_size;
+            char *unbacked = piece->fresh + (size_t)piece->backed * piece->object_size;
+            if (!HC_HARDENED && unbacked <= (char *)piece_last) /* first writes (hardened: at the carve) */
+                os_back_before_writes(unbacked, (size_t)((char *)piece_last - unbacked), piece->object_size);
             for (char *slot = piece->fresh; slot != piece_last; slot += piece->object_size)
                 fl_set_next(slot, slot + piece->object_size);
         } else {
@@ -414,14 +417,13 @@ typedef struct cc_run {
     uint32_t highest_index; /* of its objects in the span: each must have been carved */
 } cc_run;
 
-/* Cuts the chain from *cursor on into runs, at most CC_RETURN_RUNS of them
- * and at most `n` objects, checking each object as it goes, with no lock
- * held; returns how many objects the runs hold and sets *n_runs. *cursor
- * moves past them (a link is followed only while objects of the chain's
- * `n` come after it: a chain's last link need not be NULL). An object
- * inside the current run's span needs no page-map lookup (the span's class
- * and state were checked for the run's first): a range test and an index
- * computed from locals. */
+/* Cuts the chain from *cursor on into at most CC_RETURN_RUNS runs of at
+ * most `n` objects in all, checking each object, with no lock held; returns
+ * how many objects they hold, and *cursor moves past them (a link is
+ * followed only while more of the chain's `n` come after it: its last link
+ * need not be NULL). An object inside the current run's span needs no
+ * page-map lookup (the span's class and state were checked for the run's
+ * first): a range test and an index computed from locals. */
 static uint32_t cc_group_runs(unsigned cls, void **cursor, uint32_t n, cc_run *runs, uint32_t *n_runs) {
     void *obj = *cursor;
     uint32_t runs_made = 0, i;

@@ -766,6 +766,68 @@ TEST(SpanRuns, ARefillOfWholeListsAndNeverUsedSlotsIsOneChain) {
     EXPECT_EQ(Bucket(cls).span_bytes, 0u);
 }
 
+// What os_populate was asked to back, recorded by the observer below (a
+// fixed array: the observer runs inside a fetch, and must not allocate).
+struct BackedRange {
+    uintptr_t from;
+    size_t bytes;
+};
+BackedRange backed_ranges[64];
+std::atomic<int> backed_count{0};
+
+void NoteBacked(void *addr, size_t bytes) {
+    int i = backed_count.fetch_add(1);
+    if (i < 64) backed_ranges[i] = {(uintptr_t)addr, bytes};
+}
+
+bool PageBacked(uintptr_t page) {
+    for (int i = 0; i < std::min(backed_count.load(), 64); i++)
+        if (page >= backed_ranges[i].from && page < backed_ranges[i].from + backed_ranges[i].bytes) return true;
+    return false;
+}
+
+// Never-used slots have their pages backed in one call before their links
+// are written (cc_link_pieces, os_populate), for objects up to an OS page,
+// whose links land on every page anyway; a larger object's link touches one
+// of its pages, and the others are the program's to touch or not.
+TEST(SpanCarve, NeverUsedSmallSlotsHaveTheirPagesBackedInOneCall) {
+    const unsigned small = sc_index(80), big = sc_index(10000);  // no other test here uses them
+    ASSERT_EQ(Bucket(small).span_bytes, 0u);
+    ASSERT_EQ(Bucket(big).span_bytes, 0u);
+    const uintptr_t page = os_page_size();
+    ASSERT_GT(sc_size(big), page);
+    backed_count = 0;
+    os_set_populate_observer(NoteBacked);
+    const std::vector<void *> slots = FetchChain(small, cc_trip_batches(small) * sc_batch(small));
+    const int calls_for_small = backed_count.load();
+    const std::vector<void *> big_slots = FetchChain(big, sc_batch(big));
+    const int calls_for_big = backed_count.load() - calls_for_small;
+    os_set_populate_observer(nullptr);
+
+    std::set<uintptr_t> pages;
+    for (void *p : slots) pages.insert((uintptr_t)p & ~(page - 1));
+    ASSERT_GE(pages.size(), 2u) << "a trip of never-used slots on several pages";
+    EXPECT_GE(calls_for_small, 1);
+    EXPECT_LE((size_t)calls_for_small, pages.size() / 2) << "a call for a run of pages, not one a page";
+    for (uintptr_t p : pages) EXPECT_TRUE(PageBacked(p)) << "page " << (void *)p << " left to fault";
+    EXPECT_EQ(calls_for_big, 0) << "objects larger than a page: their pages are the program's to touch";
+
+    // Given back one by one (to their spans, which empty into spares) and
+    // fetched again: a spare is carved again from its first slot, over
+    // pages its slots have written, and nothing is asked for.
+    for (void *p : slots) Return(small, p);
+    ASSERT_EQ(Bucket(small).empty_spans, Bucket(small).spans) << "every span of the class a spare";
+    backed_count = 0;
+    os_set_populate_observer(NoteBacked);
+    const std::vector<void *> again = FetchChain(small, (uint32_t)slots.size());
+    os_set_populate_observer(nullptr);
+    EXPECT_GT(again.size(), slots.size() / 2) << "the spares carved again";
+    EXPECT_EQ(backed_count.load(), 0) << "a spare's written slots asked for again";
+    ReturnChain(small, again);
+    ReturnChain(big, big_slots);
+    cc_give_back_cached();
+}
+
 // An object linked to itself (freed twice in a row, the fast path not
 // looking) stops the program when its chain goes home, not a span that
 // counts it twice.

@@ -440,6 +440,7 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
     s->free_objects = NULL;
     s->free_count = 0;
     s->objects_in_use = 0;
+    s->slots_written = 0;
     s->in_bucket_list = 0;
     if (size_class != 0) {
         size_t size = sc_size(size_class);

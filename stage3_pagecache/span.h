@@ -86,6 +86,10 @@ typedef struct hc_span {
      * reference count of those that are (16 bits: at most object_count). */
     uint16_t free_count;
     uint16_t objects_in_use;
+    /* SPAN_SMALL, under the bucket lock: slots below this index have been
+     * written (a spare is carved again from slot 0), so their pages are
+     * backed; central_cache.c asks the OS to back only the others. */
+    uint16_t slots_written;
     uint32_t object_size;
     uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
     union {

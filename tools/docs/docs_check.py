@@ -53,8 +53,8 @@ OUTSIDE_NAMES = {
         malloc_get_state malloc_set_state malloc_info __nptl_deallocate_tsd RTLD_NEXT
         __libc_start_call_main __lll_lock_wake __lll_lock_wait""",
     # the Linux kernel's interfaces
-    "Linux": """MADV_FREE mremap MREMAP_MAYMOVE PT_GNU_EH_FRAME rseq_cs RSEQ_SIG futex_wait
-        sys_enter_futex""",
+    "Linux": """MADV_FREE MADV_WILLNEED mremap MREMAP_MAYMOVE PT_GNU_EH_FRAME rseq_cs RSEQ_SIG futex_wait
+        sys_enter_futex pvm_irq_enable""",
     # C++'s library
     "C++": "unordered_map",
     # tcmalloc and gperftools
