@@ -236,9 +236,9 @@ TEST(Trace, ObjectsGoHomeToTheirSpansUnderAHoldPerChunkOfRuns) {
     ASSERT_NE(a, b);
     size_t next_a = 0, next_b = rest.size();
     while (alternate.size() < alternating) {
-        while (pc_span_of(rest[next_a]) != a) next_a++;
-        while (pc_span_of(rest[next_b - 1]) != b) next_b--;
-        ASSERT_LT(next_a, next_b - 1) << "two spans with enough objects each";
+        while (next_a < next_b && pc_span_of(rest[next_a]) != a) next_a++;
+        while (next_b > next_a && pc_span_of(rest[next_b - 1]) != b) next_b--;
+        ASSERT_LT(next_a + 1, next_b) << "two spans with enough objects each";
         alternate.push_back(rest[next_a++]);
         alternate.push_back(rest[--next_b]);
     }
