@@ -126,7 +126,7 @@ typedef struct cc_piece {
     char *fresh;        /* never-used slots: the first of `count` in a row (else NULL) */
     uint32_t count;
     uint32_t object_size;
-    uint32_t backed;    /* of the never-used slots, the first this many (or all) were written before */
+    uint32_t written_before; /* of those slots, the first this many (or all) are on backed pages */
 } cc_piece;
 
 /* Pieces one take can cut: each span gives at most two (its returned
@@ -227,9 +227,10 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
         if (piece->fresh != NULL) {
             piece_first = piece->fresh;
             piece_last = piece->fresh + (size_t)(piece->count - 1) * piece->object_size;
-            char *unbacked = piece->fresh + (size_t)piece->backed * piece->object_size;
-            if (!HC_HARDENED && unbacked <= (char *)piece_last) /* first writes (hardened: at the carve) */
-                os_back_before_writes(unbacked, (size_t)((char *)piece_last - unbacked), piece->object_size);
+            char *first_unwritten = piece->fresh + (size_t)piece->written_before * piece->object_size;
+            if (!HC_HARDENED && first_unwritten <= (char *)piece_last) /* hardened: written at the carve */
+                os_back_before_writes(first_unwritten, (size_t)((char *)piece_last - first_unwritten),
+                                      piece->object_size);
             for (char *slot = piece->fresh; slot != piece_last; slot += piece->object_size)
                 fl_set_next(slot, slot + piece->object_size);
         } else {
