@@ -28,6 +28,7 @@ extern "C" {
 #include "stage1_threadcache/thread_cache.h"
 #include "stage2_centralcache/central_cache.h"
 #include "stage3_pagecache/central_cache_internal.h"
+#include "stage3_pagecache/page_policy.h"
 #include "stage3_pagecache/transfer_cache.h"
 }
 
@@ -789,13 +790,16 @@ bool PageBacked(uintptr_t page) {
 // Never-used slots have their pages backed in one call before their links
 // are written (cc_link_pieces, os_populate), for objects up to an OS page,
 // whose links land on every page anyway; a larger object's link touches one
-// of its pages, and the others are the program's to touch or not.
+// of its pages, and the others are the program's to touch or not. Only
+// pages that may not be resident are asked for: a span's pages that the
+// program had before (span.h, dirty_pages) are not.
 TEST(SpanCarve, NeverUsedSmallSlotsHaveTheirPagesBackedInOneCall) {
     const unsigned small = sc_index(80), big = sc_index(10000);  // no other test here uses them
     ASSERT_EQ(Bucket(small).span_bytes, 0u);
     ASSERT_EQ(Bucket(big).span_bytes, 0u);
     const uintptr_t page = os_page_size();
     ASSERT_GT(sc_size(big), page);
+    pc_release_free_pages(SIZE_MAX);  // the spans below come from pages that are not resident
     backed_count = 0;
     os_set_populate_observer(NoteBacked);
     const std::vector<void *> slots = FetchChain(small, cc_trip_batches(small) * sc_batch(small));
@@ -825,6 +829,16 @@ TEST(SpanCarve, NeverUsedSmallSlotsHaveTheirPagesBackedInOneCall) {
     EXPECT_EQ(backed_count.load(), 0) << "a spare's written slots asked for again";
     ReturnChain(small, again);
     ReturnChain(big, big_slots);
+    cc_give_back_cached();
+
+    // The spans back in the page cache, their pages the program's before:
+    // new spans over them ask for nothing.
+    backed_count = 0;
+    os_set_populate_observer(NoteBacked);
+    const std::vector<void *> reused = FetchChain(small, (uint32_t)slots.size());
+    os_set_populate_observer(nullptr);
+    EXPECT_EQ(backed_count.load(), 0) << "pages the program had asked for again";
+    ReturnChain(small, reused);
     cc_give_back_cached();
 }
 

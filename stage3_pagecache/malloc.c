@@ -81,7 +81,7 @@ static void *large_alloc(size_t size, size_t align_pages) {
     }
     if (span == NULL)
         return NULL; /* errno = ENOMEM from the page cache */
-    note_alloc(span_start(span), size, span->direct);
+    note_alloc(span_start(span), size, span->dirty_pages == 0); /* all zero: a checker is told */
     return span_start(span);
 }
 
@@ -384,13 +384,16 @@ HC_EXPORT void *hc_calloc(size_t count, size_t size) {
     void *p = hc_malloc(bytes);
     if (p == NULL)
         return NULL;
-    /* Spans are reused now, so even large blocks may be dirty; only a block
-     * mapped directly for this call is known to be zero already, and a
-     * hardened guarded block: the one kind outside the page map (asked, not
-     * the guarded table, whose lock each such calloc took once more). */
+    /* Spans are reused, so even large blocks may be dirty; a large span
+     * whose pages all read as zero when it was handed out (never used since
+     * the OS mapped them, or released since: span.h, dirty_pages) needs no
+     * clearing, nor does a hardened guarded block, the one kind outside the
+     * page map (asked, not the guarded table, whose lock each such calloc
+     * took once more). Not clearing is not touching: the pages stay out of
+     * the process's memory until the program writes them. */
     hc_span *span;
     if ((bytes <= HC_MAX_SMALL_SIZE && !harden_guards(bytes)) ||
-        ((span = pc_span_of(p)) != NULL && (bytes <= HC_MAX_SMALL_SIZE || !span->direct)))
+        ((span = pc_span_of(p)) != NULL && (bytes <= HC_MAX_SMALL_SIZE || span->dirty_pages != 0)))
         memset(p, 0, bytes);
     return p;
 }
@@ -465,7 +468,7 @@ static void *large_alloc_for_growth(size_t size, size_t old) {
     hc_span *span = pc_alloc_span(with_slack, 0);
     if (span == NULL)
         return hc_malloc(size); /* the slack is a bet, not a need */
-    note_alloc(span_start(span), size, span->direct);
+    note_alloc(span_start(span), size, span->dirty_pages == 0); /* all zero: a checker is told */
     return span_start(span);
 }
 

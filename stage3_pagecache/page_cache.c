@@ -21,6 +21,9 @@
  *     page is always safe). Splitting gives each piece min(its length, the
  *     whole's backed_pages), an upper bound. So backed_pages may overstate
  *     what is resident, never understate it; a release makes it exact (0).
+ *   - span->dirty_pages bounds, by the same rules, how many may hold other
+ *     than zeros (a new region's pages and released ones do not): a refill
+ *     and calloc ask it (span.h).
  * May touch: span records (span_records.c's pools), the page map (its span
  * entries; the central cache writes the class entries), common/os.h for
  * new regions, direct mappings and releases, the policy hooks
@@ -103,7 +106,7 @@ static void span_release_pages(hc_span *s) {
     HC_TRACE(HC_TRACE_PC_RELEASE, 0);
     release_calls++;
     if (os_release(span_start(s), span_bytes(s)) == 0)
-        s->backed_pages = 0;
+        s->backed_pages = s->dirty_pages = 0;
 }
 
 /* Frees span `s` (not on any list), merging it with free neighbours on both
@@ -117,6 +120,7 @@ void free_span_merge_insert(hc_span *s) {
         s->start_page = left->start_page;
         s->page_count += left->page_count;
         s->backed_pages += left->backed_pages;
+        s->dirty_pages += left->dirty_pages;
         span_dead(left);
     }
     hc_span *right = free_span_starting_at(span_end_page(s));
@@ -124,6 +128,7 @@ void free_span_merge_insert(hc_span *s) {
         free_span_remove(right);
         s->page_count += right->page_count;
         s->backed_pages += right->backed_pages;
+        s->dirty_pages += right->dirty_pages;
         span_dead(right);
     }
     HC_TRACE_N(HC_TRACE_PC_MERGE, 0, (left != NULL) + (right != NULL));
@@ -163,9 +168,11 @@ hc_span *free_span_carve(hc_span *s, uintptr_t at, size_t pages) {
         free_span_insert(s);
         return NULL;
     }
-    /* Which pages are backed is not known: each piece may hold them all. */
+    /* Which pages are backed (or dirty) is not known: each piece may hold them all. */
     if (head) head->backed_pages = before < s->backed_pages ? before : s->backed_pages;
     if (tail) tail->backed_pages = after < s->backed_pages ? after : s->backed_pages;
+    if (head) head->dirty_pages = before < s->dirty_pages ? before : s->dirty_pages;
+    if (tail) tail->dirty_pages = after < s->dirty_pages ? after : s->dirty_pages;
     if (head) free_span_insert(head);
     if (tail) free_span_insert(tail);
     if (head || tail) HC_TRACE(HC_TRACE_PC_SPLIT, 0);
@@ -192,8 +199,10 @@ int heap_add_region(char *region, size_t pages) {
     track_internal_end(region, pages << HC_PAGE_SHIFT); /* no block in it is handed out yet */
     uintptr_t first = span_page_of(region);
     hc_span *s = span_new(first, pages);
-    if (s != NULL)
+    if (s != NULL) {
         s->backed_pages = pages; /* untouched, but not released: counted as backed */
+        s->dirty_pages = 0;      /* and all zero */
+    }
     if (s == NULL || pm_ensure(first, pages) != 0) {
         if (s) span_dead(s);
         os_unmap(region, pages << HC_PAGE_SHIFT);
@@ -433,8 +442,10 @@ void pc_unlock_all(void) {
 /* Marks `s` in use and registers every one of its pages, so that any pointer
  * into it finds it. */
 static void span_hand_out(hc_span *s, unsigned size_class) {
-    /* Released pages fault back in (zeroed) as the program touches them;
-     * nothing here assumes they are zero, and calloc still clears them. */
+    /* Released and never-used pages fault in zeroed as they are touched.
+     * Kept for a large block: how many may not be zero (calloc asks it);
+     * a small span whose pages may all be resident asks the OS for none. */
+    size_t dirty = s->dirty_pages < s->page_count ? s->dirty_pages : s->page_count;
     s->backed_pages = 0;
     s->size_class = (uint8_t)size_class;
     s->free_objects = NULL;
@@ -446,6 +457,9 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
         size_t size = sc_size(size_class);
         s->object_size = (uint32_t)size;
         s->object_count = (uint16_t)(span_bytes(s) / size);
+        /* Every page may be resident: none is worth asking the OS for. */
+        if (dirty == s->page_count)
+            s->slots_written = s->object_count;
         s->size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
 #if HC_DEBUG
         memset(s->debug_live, 0, sizeof s->debug_live);
@@ -453,7 +467,8 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
         s->state = SPAN_SMALL;
         pc_totals.small_pages += s->page_count;
     } else {
-        s->object_size = s->object_count = s->size_reciprocal = 0;
+        s->object_count = 0;
+        s->dirty_pages = dirty;
         s->state = SPAN_LARGE;
         if (s->direct) {
             pc_totals.direct_pages += s->page_count;
@@ -490,6 +505,7 @@ static hc_span *direct_map(size_t pages, size_t alignment) {
         return NULL;
     }
     s->direct = 1;
+    s->dirty_pages = 0; /* a new mapping: zero pages */
     span_hand_out(s, 0);
     hc_lock_unlock(&pc_lock);
     return s;
@@ -621,7 +637,7 @@ void pc_free_span(hc_span *s) {
     }
     /* Its interior entries still point at it; now SPAN_FREE, they make a
      * second free of the block an invalid pointer rather than a corruption. */
-    s->backed_pages = s->page_count; /* the program may have touched every page */
+    s->backed_pages = s->dirty_pages = s->page_count; /* the program may have touched every page */
     free_span_merge_insert(s);
     pc_policy_after_call();
     hc_lock_unlock(&pc_lock);

@@ -45,6 +45,7 @@ static const char *check_free_span(const hc_span *s, free_tally *tally) {
     if (free_span_ending_at(s->start_page) != NULL) return "a free span has a free left neighbour";
     if (free_span_starting_at(span_end_page(s)) != NULL) return "a free span has a free right neighbour";
     if (s->backed_pages > s->page_count) return "a span has more backed pages than pages";
+    if (s->dirty_pages > s->backed_pages) return "a span has more dirty pages than backed ones";
     tally->released += s->page_count - s->backed_pages;
     tally->spans++;
     tally->pages += s->page_count;

@@ -2,15 +2,21 @@
 // new pages, in a process of its own (a fresh heap, so every region is
 // exactly the block that asked for it): regions that merge with the heap
 // although other mappings come between them, large blocks cut at the
-// heap's edge, and a block at the edge grown in place into pages mapped
-// after it.
+// heap's edge, a block at the edge grown in place into pages mapped
+// after it; and calloc, which leaves pages that read as zero untouched.
 #include <sys/mman.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
 
 #include "stage3_pagecache/page_cache_test_util.h"
 
 extern "C" {
+#include "common/hcmalloc.h"
 #include "common/os.h"
+#include "stage3_pagecache/page_policy.h"
 }
 
 namespace {
@@ -98,6 +104,29 @@ TEST(PageCacheGrowth, RegionsMergeAcrossOtherMappingsAndEdgeBlocksStayMovable) {
     EXPECT_PAGE_CACHE_CONSISTENT();
     munmap(foreign, kStackBytes);
     if (below != MAP_FAILED) munmap(below, kForeignBytes);
+}
+
+// Pages that read as zero (never used since the OS mapped them, or
+// released since) are not cleared by calloc: untouched, they stay out of
+// the process's memory until the program writes them.
+TEST(PageCacheGrowth, CallocLeavesPagesThatReadAsZeroUntouched) {
+    pc_release_free_pages(SIZE_MAX);  // every free page reads as zero now (this process's last test)
+    const size_t size = 8 << 20;
+    unsigned char *p = static_cast<unsigned char *>(hc_calloc(size, 1));
+    ASSERT_NE(p, nullptr);
+    const size_t os_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident(size / os_page);
+    ASSERT_EQ(mincore(p, size, resident.data()), 0);
+    size_t touched = 0;
+    for (unsigned char r : resident) touched += r & 1;
+    EXPECT_LT(touched, resident.size() / 16) << "calloc wrote pages that read as zero already";
+    for (size_t j = 0; j < size; j += 4093) ASSERT_EQ(p[j], 0) << j;
+    memset(p, 0xab, size);
+    hc_free(p);
+    unsigned char *q = static_cast<unsigned char *>(hc_calloc(size, 1));
+    ASSERT_NE(q, nullptr);
+    for (size_t j = 0; j < size; j += 4093) ASSERT_EQ(q[j], 0) << j << ": written pages are cleared";
+    hc_free(q);
 }
 
 }  // namespace

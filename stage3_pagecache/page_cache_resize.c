@@ -131,7 +131,7 @@ int pc_shrink_span_in_place(hc_span *s, size_t pages) {
     }
     s->page_count = pages;
     pc_totals.large_pages -= cut;
-    tail->backed_pages = cut; /* the program may have touched them */
+    tail->backed_pages = tail->dirty_pages = cut; /* the program may have touched them */
     /* The tail's inner page-map entries still name s, which no longer covers
      * them: readers treat them as stale (page_cache.h). */
     free_span_merge_insert(tail);

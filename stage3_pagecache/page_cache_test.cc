@@ -118,6 +118,46 @@ TEST(PageCache, SplitThenMergeReturnsToOneSpan) {
     EXPECT_PAGE_CACHE_CONSISTENT();
 }
 
+// dirty_pages (span.h): how many of a span's pages may hold anything but
+// zeros. Pages the program never had, or that were released, count as
+// clean; what it gave back counts as dirty, through merges and splits.
+// A refill and calloc trust a count of 0, so a merge that forgets a
+// neighbour's dirty pages would hand out garbage as zeros.
+TEST(PageCache, DirtyPagesCountWhatTheProgramMayHaveWritten) {
+    pc_release_free_pages(SIZE_MAX);  // every free page now reads as zero
+    EXPECT_PAGE_CACHE_CONSISTENT();   // which checks dirty_pages <= backed_pages
+    hc_span *a = pc_alloc_span(1, 0);
+    hc_span *b = pc_alloc_span(2, 0);
+    hc_span *c = pc_alloc_span(3, 0);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(b->start_page, span_end_page(a));
+    ASSERT_EQ(c->start_page, span_end_page(b));
+    EXPECT_EQ(a->dirty_pages + b->dirty_pages + c->dirty_pages, 0u) << "released pages are handed out clean";
+    const uintptr_t a_start = a->start_page;
+    pc_free_span(b);
+    EXPECT_EQ(pm_lookup(a_start + 1)->dirty_pages, 2u) << "a block given back may have been written";
+    pc_free_span(a);  // merges with b, on its right
+    EXPECT_EQ(pm_lookup(a_start)->dirty_pages, 3u) << "a merge adds its right neighbour's dirty pages";
+    pc_free_span(c);  // merges with a+b on its left, the clean remainder on its right
+    hc_span *one = pm_lookup(a_start);
+    ASSERT_NE(one, nullptr);
+    EXPECT_EQ(one->dirty_pages, 6u) << "a merge adds its left neighbour's dirty pages, and clean ones add none";
+    EXPECT_GT(one->page_count, 6u);
+    EXPECT_PAGE_CACHE_CONSISTENT();
+    // A split cannot tell where the dirty pages are: each piece may hold them all.
+    hc_span *front = pc_alloc_span(2, 0);
+    ASSERT_NE(front, nullptr);
+    ASSERT_EQ(front->start_page, a_start);
+    EXPECT_EQ(front->dirty_pages, 2u);
+    EXPECT_EQ(pm_lookup(span_end_page(front))->dirty_pages, 6u);
+    pc_free_span(front);
+    pc_release_free_pages(SIZE_MAX);
+    EXPECT_EQ(pm_lookup(a_start)->dirty_pages, 0u) << "released pages read as zero again";
+    EXPECT_PAGE_CACHE_CONSISTENT();
+}
+
 TEST(PageCache, MergingNeverTouchesASpanInUse) {
     hc_span *a = pc_alloc_span(4, 0);
     hc_span *b = pc_alloc_span(4, 0);

@@ -90,8 +90,21 @@ typedef struct hc_span {
      * written (a spare is carved again from slot 0), so their pages are
      * backed; central_cache.c asks the OS to back only the others. */
     uint16_t slots_written;
-    uint32_t object_size;
-    uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
+    union {
+        struct {
+            uint32_t object_size;     /* SPAN_SMALL */
+            uint32_t size_reciprocal; /* ceil(2^32 / object_size): offset -> index without a divide */
+        };
+        /* SPAN_FREE, under the page cache lock: at most this many of its
+         * pages may hold anything but zeros. The others were never handed
+         * out since the OS mapped them, or were released since: they read
+         * as zero pages. Never more than backed_pages. Merging adds, a
+         * split gives each piece at most its length, like backed_pages; a
+         * new record says every page (span_new), the safe side. SPAN_LARGE:
+         * the count as it was when the span was handed out, which hc_calloc
+         * reads then (0: nothing to clear). */
+        size_t dirty_pages;
+    };
     union {
         void *free_objects;  /* SPAN_SMALL, under the bucket lock */
         /* SPAN_FREE, under the page cache lock: at most this many of its

@@ -43,6 +43,7 @@ hc_span *span_new(uintptr_t start_page, size_t pages) {
         return NULL;
     s->start_page = start_page;
     s->page_count = pages;
+    s->dirty_pages = pages; /* until its creator knows better: calloc then clears */
     s->record_place = (uint8_t)pc_record_place;
     return s;
 }
@@ -65,6 +66,7 @@ hc_span *span_record_in_place(hc_span *s) {
     if (own == NULL)
         return s;
     own->backed_pages = s->backed_pages;
+    own->dirty_pages = s->dirty_pages;
     own->direct = s->direct;
     span_dead(s); /* the page map's entries for it are rewritten as `own` is handed out */
     return own;
