@@ -126,7 +126,7 @@ typedef struct cc_piece {
     char *fresh;        /* never-used slots: the first of `count` in a row (else NULL) */
     uint32_t count;
     uint32_t object_size;
-    uint32_t written_before; /* of those slots, the first this many (or all) are on backed pages */
+    uint32_t backed_before; /* of those slots, the first this many (or all) are on backed pages */
 } cc_piece;
 
 /* Pieces one take can cut: each span gives at most two (its returned
@@ -166,7 +166,7 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
             span_list_remove(spare);
             cc_spare_uncount(bucket, span_bytes(spare));
             spare->free_objects = NULL;
-            spare->slots_written = spare->carved > spare->slots_written ? spare->carved : spare->slots_written;
+            spare->slots_backed = spare->carved > spare->slots_backed ? spare->carved : spare->slots_backed;
             spare->carved = 0;
             span_list_push(&bucket->spans, spare);
         }
@@ -198,9 +198,9 @@ static uint32_t cc_take(cc_bucket *bucket, unsigned cls, uint32_t want, cc_piece
             }
         }
         if (from_fresh > 0) {
-            uint32_t written = span->slots_written > span->carved ? span->slots_written - span->carved : 0;
+            uint32_t backed = span->slots_backed > span->carved ? span->slots_backed - span->carved : 0;
             pieces[n_pieces++] = (cc_piece){NULL, NULL, span_start(span) + (size_t)span->carved * span->object_size,
-                                            from_fresh, span->object_size, written};
+                                            from_fresh, span->object_size, backed};
             span->carved = (uint16_t)(span->carved + from_fresh);
         }
         span->free_count -= from_returned + from_fresh;
@@ -227,9 +227,9 @@ static void cc_link_pieces(const cc_piece *pieces, uint32_t n_pieces, void **fir
         if (piece->fresh != NULL) {
             piece_first = piece->fresh;
             piece_last = piece->fresh + (size_t)(piece->count - 1) * piece->object_size;
-            char *first_unwritten = piece->fresh + (size_t)piece->written_before * piece->object_size;
-            if (!HC_HARDENED && first_unwritten <= (char *)piece_last) /* hardened: written at the carve */
-                os_back_before_writes(first_unwritten, (size_t)((char *)piece_last - first_unwritten),
+            char *first_unbacked = piece->fresh + (size_t)piece->backed_before * piece->object_size;
+            if (!HC_HARDENED && first_unbacked <= (char *)piece_last) /* hardened: written at the carve */
+                os_back_before_writes(first_unbacked, (size_t)((char *)piece_last - first_unbacked),
                                       piece->object_size);
             for (char *slot = piece->fresh; slot != piece_last; slot += piece->object_size)
                 fl_set_next(slot, slot + piece->object_size);

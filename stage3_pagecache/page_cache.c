@@ -451,7 +451,7 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
     s->free_objects = NULL;
     s->free_count = 0;
     s->objects_in_use = 0;
-    s->slots_written = 0;
+    s->slots_backed = 0;
     s->in_bucket_list = 0;
     if (size_class != 0) {
         size_t size = sc_size(size_class);
@@ -459,7 +459,7 @@ static void span_hand_out(hc_span *s, unsigned size_class) {
         s->object_count = (uint16_t)(span_bytes(s) / size);
         /* Every page may be resident: none is worth asking the OS for. */
         if (dirty == s->page_count)
-            s->slots_written = s->object_count;
+            s->slots_backed = s->object_count;
         s->size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
 #if HC_DEBUG
         memset(s->debug_live, 0, sizeof s->debug_live);

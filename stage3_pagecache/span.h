@@ -86,10 +86,12 @@ typedef struct hc_span {
      * reference count of those that are (16 bits: at most object_count). */
     uint16_t free_count;
     uint16_t objects_in_use;
-    /* SPAN_SMALL, under the bucket lock: slots below this index have been
-     * written (a spare is carved again from slot 0), so their pages are
-     * backed; central_cache.c asks the OS to back only the others. */
-    uint16_t slots_written;
+    /* SPAN_SMALL, under the bucket lock: slots below this index lie on
+     * pages already backed: written before (a spare is carved again from
+     * slot 0), or every slot when the page cache handed the span out over
+     * pages that may all be resident (dirty_pages). central_cache.c asks
+     * the OS to back only the others. */
+    uint16_t slots_backed;
     union {
         struct {
             uint32_t object_size;     /* SPAN_SMALL */
