@@ -154,6 +154,12 @@ int os_release(void *addr, size_t bytes) {
     return result;
 }
 
+void os_advise_huge(void *addr, size_t bytes) {
+    int saved_errno = errno;
+    (void)madvise(addr, bytes, MADV_HUGEPAGE); /* EINVAL: a kernel without huge pages */
+    errno = saved_errno;
+}
+
 void os_populate(void *addr, size_t bytes) {
     void (*observer)(void *, size_t) = atomic_load_explicit(&os_populate_observer, memory_order_acquire);
     if (observer)

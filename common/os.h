@@ -62,6 +62,13 @@ void os_populate(void *addr, size_t bytes);
  * time entering the kernel for its faults than in it. */
 void os_back_before_writes(void *first, size_t length, size_t stride);
 
+/* Asks the OS to back [addr, addr + bytes) with huge pages where it can
+ * (Linux's MADV_HUGEPAGE: each whole, aligned 2 MiB inside is then one
+ * fault and one TLB entry, when the machine's transparent huge pages are
+ * in "madvise" or "always" mode). A hint, never an error; errno is
+ * unchanged. */
+void os_advise_huge(void *addr, size_t bytes);
+
 /* Bytes mapped through this file and not yet unmapped. */
 size_t os_mapped_bytes(void);
 

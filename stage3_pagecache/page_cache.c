@@ -51,7 +51,8 @@ uint64_t pc_free_list_bits[PC_LIST_BIT_WORDS];
 hc_span *pc_long_spans;
 pc_census pc_totals;
 
-static size_t release_calls; /* madvise calls made, for stats */
+static size_t release_calls;   /* madvise calls made, for stats */
+static size_t huge_heap_bytes; /* the policy's: past this much heap, regions of huge pages */
 
 void pc_lists_init_once(void) {
     if (HC_LIKELY(free_lists_ready))
@@ -60,6 +61,7 @@ void pc_lists_init_once(void) {
         span_list_init(&pc_free_lists[i]);
     free_lists_ready = 1;
     pc_policy_init();
+    huge_heap_bytes = pc_policy_huge_heap_bytes();
 }
 
 /* Span records (span_new, span_dead) come from a pool per place: span_records.c. */
@@ -218,16 +220,6 @@ int heap_add_region(char *region, size_t pages) {
     return 0;
 }
 
-hc_span *pc_free_span_longest(void) {
-    hc_span *t = treap_longest(pc_long_spans);
-    if (t != NULL)
-        return t;
-    for (size_t word = PC_LIST_BIT_WORDS; word-- > 0;)
-        if (pc_free_list_bits[word] != 0)
-            return pc_free_lists[word * 64 + 63 - (size_t)__builtin_clzll(pc_free_list_bits[word])].next;
-    return NULL;
-}
-
 /* A request of `pages` pages that no free span holds: rather than a new
  * region beside free pages that cannot serve it (and stay resident: a
  * program of large blocks freed and asked for again in other sizes then
@@ -266,17 +258,19 @@ static int heap_extend(size_t pages) {
  * one end, and a thread's stack or the metadata mapped since lies between.
  * So when the place below is taken, the region goes HEAP_ROOM_BYTES lower
  * still: Linux fills the highest gap that fits first, so later mappings
- * land in the room above it, and the heap grows down from there, merging. */
-static char *heap_map_region(size_t bytes) {
+ * land in the room above it, and the heap grows down from there, merging.
+ * Elsewhere its start is a multiple of `align`; below the lowest region,
+ * heap_grow chose `bytes` to make it one. */
+static char *heap_map_region(size_t bytes, size_t align) {
     char *region = NULL;
     int saved_errno = errno; /* a taken address is no failure of the call */
     uintptr_t low = lowest_region_page << HC_PAGE_SHIFT;
     if (low > bytes)
         region = os_map_at((char *)(low - bytes), bytes);
     if (region == NULL && low > bytes + HEAP_ROOM_BYTES)
-        region = os_map_at((char *)(low - HEAP_ROOM_BYTES - bytes), bytes);
+        region = os_map_at((char *)((low - HEAP_ROOM_BYTES - bytes) & ~(uintptr_t)(align - 1)), bytes);
     errno = saved_errno;
-    return region != NULL ? region : os_map_aligned(bytes, HC_PAGE_SIZE);
+    return region != NULL ? region : os_map_aligned(bytes, align);
 }
 
 int heap_map_at(uintptr_t page, size_t pages) {
@@ -294,6 +288,11 @@ static int heap_grow(size_t pages) {
     size_t grow = pc_totals.heap_pages / 4;
     if (grow < PC_MIN_GROW_PAGES) grow = PC_MIN_GROW_PAGES;
     if (grow < pages) grow = pages;
+    /* Huge pages (page_cache.h): down to a huge page's boundary below the heap. */
+    const size_t align = (pc_totals.heap_pages << HC_PAGE_SHIFT) >= huge_heap_bytes ? PC_HUGE_PAGE_BYTES : HC_PAGE_SIZE;
+    const uintptr_t low = lowest_region_page << HC_PAGE_SHIFT;
+    if (align > HC_PAGE_SIZE && low > (grow << HC_PAGE_SHIFT) + align)
+        grow = (low - ((low - (grow << HC_PAGE_SHIFT)) & ~(uintptr_t)(align - 1))) >> HC_PAGE_SHIFT;
     if (grow > PC_MAX_PAGES) {
         errno = ENOMEM;
         return -1;
@@ -304,15 +303,17 @@ static int heap_grow(size_t pages) {
         errno = ENOMEM;
         return -1;
     }
-    char *region = heap_map_region(grow << HC_PAGE_SHIFT);
+    char *region = heap_map_region(grow << HC_PAGE_SHIFT, align);
     if (region == NULL && grow > pages) {
         /* Under an address-space limit (ulimit -v) the headroom may not fit
          * where the request itself still does. */
         grow = pages;
-        region = heap_map_region(grow << HC_PAGE_SHIFT);
+        region = heap_map_region(grow << HC_PAGE_SHIFT, align);
     }
     if (region == NULL)
         return -1;
+    if (align > HC_PAGE_SIZE)
+        os_advise_huge(region, grow << HC_PAGE_SHIFT);
     return heap_add_region(region, grow);
 }
 

@@ -57,6 +57,15 @@
  * address space, not memory. */
 #define PC_MIN_GROW_PAGES 128
 
+/* Once the heap is as big as the policy says (pc_policy_huge_heap_bytes:
+ * stage 3 never, stage 4 HCMALLOC_HUGE_HEAP_MB), a new region starts on a
+ * huge page's boundary (PC_HUGE_PAGE_BYTES, x86-64's and 4 KiB-page
+ * arm64's 2 MiB), reaches up to the region above it, and asks the OS for
+ * huge pages (os_advise_huge): a first touch then costs one fault per 2 MiB
+ * instead of 512, and the TLB holds 512 times the memory. The price: one
+ * touched byte makes all 2 MiB of its huge page resident. */
+#define PC_HUGE_PAGE_BYTES ((size_t)2 << 20)
+
 /* Blocks this big or bigger are mapped directly (see above). */
 #define PC_DIRECT_MAP_BYTES ((size_t)64 << 20)
 

@@ -15,6 +15,16 @@
 #include "stage3_pagecache/page_cache_internal.h"
 #include "stage3_pagecache/span_treap.h"
 
+hc_span *pc_free_span_longest(void) {
+    hc_span *t = treap_longest(pc_long_spans);
+    if (t != NULL)
+        return t;
+    for (size_t word = PC_LIST_BIT_WORDS; word-- > 0;)
+        if (pc_free_list_bits[word] != 0)
+            return pc_free_lists[word * 64 + 63 - (size_t)__builtin_clzll(pc_free_list_bits[word])].next;
+    return NULL;
+}
+
 void pc_collect_stats(hc_stats *out) {
     HC_TRACE_LOCK_ACQUIRE_SPINNING(&pc_lock, 0);
     out->page_cache_free_bytes += (pc_totals.free_pages - pc_totals.released_pages) << HC_PAGE_SHIFT;

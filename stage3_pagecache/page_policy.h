@@ -40,6 +40,11 @@ void pc_policy_after_call(void);
  * is what is mapped already. */
 int pc_policy_may_grow(size_t pages, int headroom);
 
+/* Past how many bytes of heap a new region is made of whole huge pages
+ * (page_cache.h, PC_HUGE_PAGE_BYTES); SIZE_MAX: never. Read once, by
+ * pc_policy_init's caller, after it. */
+size_t pc_policy_huge_heap_bytes(void);
+
 /* ---- What the page cache offers a policy ------------------------------------- */
 
 /* Free pages that may still be resident (free pages not yet released).

@@ -67,6 +67,8 @@ static void options_init(void) {
     read_size("HCMALLOC_STATS", &stats);
     options.print_stats_at_exit = stats != 0;
     read_size("HCMALLOC_HEAP_LIMIT_MB", &options.heap_limit_mb);
+    options.huge_heap_mb = HC_DEFAULT_HUGE_HEAP_MB;
+    read_size("HCMALLOC_HUGE_HEAP_MB", &options.huge_heap_mb);
     const char *prefix = getenv("HCMALLOC_PROFILE");
     options.profile_prefix = prefix != NULL && prefix[0] != '\0' ? prefix : NULL;
     options.profile_sample_bytes = HC_DEFAULT_PROFILE_SAMPLE_BYTES;

@@ -15,6 +15,9 @@
  *                                          (the drop-in library)
  *   HCMALLOC_HEAP_LIMIT_MB                 the page cache maps at most this
  *                                          many MiB; past it, ENOMEM (0: none)
+ *   HCMALLOC_HUGE_HEAP_MB                  once the heap is this many MiB, it
+ *                                          grows in huge pages (default 4;
+ *                                          0: never)
  * The heap profiler's (profile.h; they act in libhcmalloc_profiler.so, the
  * plain library warns that it ignores them):
  *   HCMALLOC_PROFILE                       PREFIX: write PREFIX.<pid>.<n>.heap
@@ -38,6 +41,7 @@ typedef struct hc_options {
     size_t release_delay_ms;
     int print_stats_at_exit;
     size_t heap_limit_mb;           /* 0: no limit */
+    size_t huge_heap_mb;            /* 0: no huge pages */
     const char *profile_prefix;     /* NULL: no profile files */
     size_t profile_sample_bytes;    /* mean distance between samples */
     size_t profile_interval_bytes;  /* 0: no periodic profiles */
@@ -48,6 +52,7 @@ typedef struct hc_options {
 #define HC_DEFAULT_MAX_TOTAL_THREAD_CACHE_BYTES ((size_t)32 << 20)
 #define HC_DEFAULT_RELEASE_RATE 1
 #define HC_DEFAULT_RELEASE_DELAY_MS 1000
+#define HC_DEFAULT_HUGE_HEAP_MB 4
 #define HC_DEFAULT_PROFILE_SAMPLE_BYTES ((size_t)2 << 20)
 #define HC_DEFAULT_PROFILE_INTERVAL_BYTES ((size_t)1 << 30)
 #define HC_DEFAULT_PROFILE_INTERVAL_MIN_MS 1000

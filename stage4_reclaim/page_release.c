@@ -69,6 +69,18 @@ int pc_policy_may_grow(size_t pages, int headroom) {
     return 0;
 }
 
+/* ---- Huge pages ---------------------------------------------------------------
+ * Past HCMALLOC_HUGE_HEAP_MB (default 4 MiB; 0: never) of heap: a heap
+ * that big has its first 4 MiB in 4 KiB pages and rounds up only what it
+ * grows by after, where one touched byte makes a whole 2 MiB resident; in
+ * exchange a first touch costs one fault per 2 MiB, not 512. A
+ * release of a span inside a huge page (above) splits it back into 4 KiB
+ * pages. A small program never gets one. */
+size_t pc_policy_huge_heap_bytes(void) {
+    size_t mb = hc_get_options()->huge_heap_mb;
+    return mb == 0 || mb > (SIZE_MAX >> 20) ? SIZE_MAX : mb << 20;
+}
+
 size_t pc_heap_limit_bytes(void) {
     size_t mb = hc_get_options()->heap_limit_mb;
     return mb > (SIZE_MAX >> 20) ? SIZE_MAX : mb << 20;
