@@ -288,7 +288,7 @@ static int heap_grow(size_t pages) {
     size_t grow = pc_totals.heap_pages / 4;
     if (grow < PC_MIN_GROW_PAGES) grow = PC_MIN_GROW_PAGES;
     if (grow < pages) grow = pages;
-    /* Huge pages (page_cache.h): down to a huge page's boundary below the heap. */
+    /* Huge pages (page_cache.h): a region that starts on a 2 MiB boundary has no part-page at its foot. */
     const size_t align = (pc_totals.heap_pages << HC_PAGE_SHIFT) >= huge_heap_bytes ? PC_HUGE_PAGE_BYTES : HC_PAGE_SIZE;
     const uintptr_t low = lowest_region_page << HC_PAGE_SHIFT;
     if (align > HC_PAGE_SIZE && low > (grow << HC_PAGE_SHIFT) + align)

@@ -41,8 +41,9 @@ void pc_policy_after_call(void);
 int pc_policy_may_grow(size_t pages, int headroom);
 
 /* Past how many bytes of heap a new region is made of whole huge pages
- * (page_cache.h, PC_HUGE_PAGE_BYTES); SIZE_MAX: never. Read once, by
- * pc_policy_init's caller, after it. */
+ * (page_cache.h, PC_HUGE_PAGE_BYTES); SIZE_MAX: never. The page cache asks
+ * once, right after pc_policy_init, so the answer may come from options
+ * that it read. */
 size_t pc_policy_huge_heap_bytes(void);
 
 /* ---- What the page cache offers a policy ------------------------------------- */

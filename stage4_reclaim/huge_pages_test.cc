@@ -26,8 +26,8 @@ struct Mapping {
     bool advised_huge = false;
 };
 
-// The mapping that holds `p`, from /proc/self/smaps (read with stdio: this
-// test's own malloc is the library's, which is what it tests).
+// The mapping that holds `p`, from /proc/self/smaps: the kernel's view, not
+// the allocator's (its stats would only repeat what the code believes).
 Mapping MappingOf(const void *p) {
     Mapping found;
     FILE *smaps = fopen("/proc/self/smaps", "r");
