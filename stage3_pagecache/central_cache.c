@@ -288,7 +288,7 @@ static uint32_t cc_fetch_batches(cc_bucket *bucket, unsigned cls, uint32_t want,
     hc_lock_unlock(&bucket->lock);
     if (got == 0)
         return 0;
-    cc_prefetch_objects(objects, got);
+    cc_pull_objects(objects, got);
     cc_link_rows(objects, row_ends, rows); /* ours now: no other thread reads them */
     *first = objects[0];
     *last = objects[got - 1];

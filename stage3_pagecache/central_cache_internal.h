@@ -143,14 +143,16 @@ uint32_t cc_transfer_pop(cc_bucket *bucket, uint32_t want, void **objects, uint3
  * each row gets a link written. No lock held: they are the caller's now. */
 void cc_link_rows(void *const *objects, const uint32_t *row_ends, uint32_t rows);
 
-/* Asks for the cache lines of `n` objects, all at once; no lock held. A
- * batch from the transfer cache was last written by the thread that gave it
- * back, often on another core: followed link by link (the refill, then each
- * malloc's pop), every object is a cache miss that starts only when the one
- * before it has arrived. With the addresses in hand the misses overlap, and
- * the pops find the links in this core's cache. A prefetch is a hint: it
- * reads nothing the program could see, and a stale address cannot fault. */
-void cc_prefetch_objects(void *const *objects, uint32_t n);
+/* Loads the link word of each of `n` objects, in the order given; no lock
+ * held. A batch from the transfer cache was last written by the thread
+ * that gave it back, often on another core: followed link by link (each
+ * malloc's pop), every object is a miss that starts only when the one
+ * before it has arrived. With the addresses in hand the loads are
+ * independent, so the core keeps as many in flight as it can, and the pops
+ * find the lines here. Loads, not prefetches: a prefetch is a hint the core
+ * may drop, and of 512 issued at once most lines never arrived (the pops
+ * still waited on each). */
+void cc_pull_objects(void *const *objects, uint32_t n);
 
 /* Takes up to `max` batches off the top of the transfer cache (the bucket
  * lock is held): each one's first object into `firsts` and its count into

@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -692,6 +695,35 @@ TEST(TransferCacheDeathTest, SpanLookupsRunBeforeTheBucketLock) {
         },
         "hcmalloc: free\\(\\): invalid pointer 0x");
     Return(cls, objs[0]);
+}
+
+// A fetch from the transfer cache loads every object of its rows itself
+// (cc_pull_objects), so that the pops that follow find the lines in this
+// core's cache. Copying the row and linking the row's ends touches none of
+// the objects inside it; a prefetch of one never faults. So with an object
+// inside the row on a page made unreadable, the fetch must fault there.
+void FetchABatchWithAnUnreadableObject(unsigned cls) {
+    const uint32_t batch = sc_batch(cls);
+    std::vector<void *> objs = Fetch(cls, batch);
+    ReturnChain(cls, objs);
+    if (mprotect(objs[batch / 2], 4096, PROT_NONE) != 0) _exit(2);
+    void *first, *last;
+    cc_fetch(cls, batch, &first, &last);
+    _exit(0); // the object inside the row was not loaded
+}
+
+// The fault: SIGSEGV, or, under a sanitizer, which catches it, its report
+// and a failing exit (not 0 or mprotect's 2).
+bool FaultedOrReported(int status) {
+    return (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) ||
+           (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 2);
+}
+
+TEST(TransferCacheDeathTest, AFetchLoadsEveryObjectOfItsRows) {
+    const unsigned cls = sc_index(4096); // an object a page: one mprotect covers one object
+    ASSERT_GE(sc_batch(cls), 3u);
+    ASSERT_EQ(sc_size(cls) % 4096, 0u);
+    EXPECT_EXIT(FetchABatchWithAnUnreadableObject(cls), FaultedOrReported, "");
 }
 
 TEST(SpanRefcountDeathTest, AnObjectReturnedToTheWrongClassAborts) {

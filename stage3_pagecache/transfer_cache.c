@@ -4,7 +4,8 @@
  * batch is kept). central_cache.c calls these under, or around, the bucket
  * lock; nothing here reads a span or the page map.
  * May touch: a bucket's batches (under its lock); the links of a chain
- * being given back, read by the thread that gives it. */
+ * being given back, read by the thread that gives it; the links of the
+ * batches a thread fetched, loaded by that thread. */
 #include <stddef.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "common/lock.h"
 #include "common/size_class.h"
 #include "common/trace.h"
+#include "common/track.h"
 #include "stage3_pagecache/central_cache_internal.h"
 #include "stage3_pagecache/transfer_cache.h"
 
@@ -100,9 +102,12 @@ void cc_link_rows(void *const *objects, const uint32_t *row_ends, uint32_t rows)
     fl_set_next(objects[row_ends[rows - 1] - 1], NULL);
 }
 
-void cc_prefetch_objects(void *const *objects, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++)
-        __builtin_prefetch(objects[i]);
+void cc_pull_objects(void *const *objects, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        track_internal_begin(objects[i], sizeof(uintptr_t));
+        (void)*(const volatile uintptr_t *)objects[i]; /* volatile: a load the compiler keeps */
+        track_internal_end(objects[i], sizeof(uintptr_t));
+    }
 }
 
 uint32_t cc_transfer_take_top(cc_bucket *bucket, uint32_t max, void **firsts, uint32_t *counts) {
