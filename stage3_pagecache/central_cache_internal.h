@@ -150,8 +150,8 @@ void cc_link_rows(void *const *objects, const uint32_t *row_ends, uint32_t rows)
  * before it has arrived. With the addresses in hand the loads are
  * independent, so the core keeps as many in flight as it can, and the pops
  * find the lines here. Loads, not prefetches: a prefetch is a hint the core
- * may drop, and of 512 issued at once most lines never arrived (the pops
- * still waited on each). */
+ * may drop, and with a trip's 512 issued at once the pops still waited on
+ * each line. */
 void cc_pull_objects(void *const *objects, uint32_t n);
 
 /* Takes up to `max` batches off the top of the transfer cache (the bucket

@@ -699,8 +699,8 @@ TEST(TransferCacheDeathTest, SpanLookupsRunBeforeTheBucketLock) {
 
 // A fetch from the transfer cache loads every object of its rows itself
 // (cc_pull_objects), so that the pops that follow find the lines in this
-// core's cache. Copying the row and linking the row's ends touches none of
-// the objects inside it; a prefetch of one never faults. So with an object
+// core's cache. Copying the row and linking the rows' ends touch none of
+// the objects inside a row, and a prefetch never faults. So with an object
 // inside the row on a page made unreadable, the fetch must fault there.
 void FetchABatchWithAnUnreadableObject(unsigned cls) {
     const uint32_t batch = sc_batch(cls);
