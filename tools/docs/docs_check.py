@@ -26,8 +26,9 @@ Checks, and prints one line per problem (FILE:LINE: ...), exit status 1:
            default against options.h's HC_DEFAULT_ #define, and dropin.md's
            table of costs;
   links    every link to a heading (`stage3.md#8-what-hc_free-costs`) finds it,
-           and every "stage3.md, section 8" in a chapter or a comment names a
-           numbered section of that chapter;
+           every "stage3.md, section 8" in a chapter or a comment names a
+           numbered section of that chapter, and a chapter's numbered
+           sections run in order, each once;
   trackers no doc, source, script or BUILD file names a tracker entry
            (the word "issue" and a number): it says what the thing is;
   hooks    docs/design.md's table of hook headers lists exactly the hooks
@@ -322,10 +323,22 @@ def slugs(text):
 SECTION_REF = re.compile(r"\b(?:docs/)?(\w+)\.md(?:\]\([^)]*\))?,? (?:section|§) (\d+)\b")
 
 
+def check_section_numbers(doc, text):
+    """A doc's numbered sections ("## 7.") run one after another, each once,
+    so that "section 7" names one place (a section pasted twice, or one
+    skipped, breaks the references to every later one)."""
+    prose, _ = blank_fences(text)
+    numbers = [(int(m.group(1)), line_of(prose, m.start())) for m in re.finditer(r"^## (\d+)\.", prose, re.M)]
+    return [f"{doc}:{line}: section {n} follows section {prev}"
+            for (prev, _), (n, line) in zip(numbers, numbers[1:]) if n != prev + 1]
+
+
 def check_links(root, files):
     """Every link to a heading (file.md#anchor, #anchor) finds the heading,
     and every "stage3.md, section 8" names a numbered section of that file."""
     problems = []
+    for doc in doc_files(files):
+        problems += check_section_numbers(doc, read(os.path.join(root, doc)))
     for doc in doc_files(files) + [f for f in files if f.endswith((".c", ".h", ".py", ".sh"))
                                    and f != "tools/docs/docs_check.py"]:
         text = read(os.path.join(root, doc))
